@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Sampling side of pyperf-pprof: on each perf event in a target process,
+ * find the sampled thread's PyThreadState, walk its Python frames and send
+ * the raw (code object, instruction) pairs to user space. Only cheap facts
+ * are recorded here; names and lines are resolved in user space.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "pyperf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);			/* tgid */
+	__type(value, struct py_proc_config);
+} procs SEC(".maps");
+
+/* tid -> PyThreadState *, so the thread list is walked once per thread,
+ * not once per sample. Entries are re-validated on every use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} tstates SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);		/* resized by user space */
+} events SEC(".maps");
+
+/* A sample is too large for the 512-byte BPF stack: build it here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_sample);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAT__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int read_ptr(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* The value a PyThreadState stores for the current thread. */
+static __always_inline __u64 current_thread_ident(const struct py_walk_offsets *off,
+						  __u32 tid)
+{
+	struct task_struct *task;
+
+	if (off->tid_kind == PY_TID_NATIVE)
+		return tid;
+	/* thread_id is pthread_self(), which on x86_64 glibc is the TCB
+	 * address held in the task's fs base. */
+	task = bpf_get_current_task_btf();
+	return BPF_CORE_READ(task, thread.fsbase);
+}
+
+static __always_inline int tstate_matches(const struct py_walk_offsets *off,
+					  __u64 tstate, __u64 ident)
+{
+	__u16 field = off->tid_kind == PY_TID_NATIVE ? off->ts_native_thread_id
+						      : off->ts_thread_id;
+	__u64 v = 0;
+
+	if (read_ptr(&v, tstate + field))
+		return -1;
+	return v == ident;
+}
+
+struct find_ctx {
+	const struct py_walk_offsets *off;
+	__u64 ident;
+	__u64 cur;
+	__u64 found;
+	int err;
+};
+
+static long find_step(__u32 i, struct find_ctx *c)
+{
+	int m;
+
+	if (!c->cur)
+		return 1;
+	m = tstate_matches(c->off, c->cur, c->ident);
+	if (m < 0) {
+		c->err = 1;
+		return 1;
+	}
+	if (m) {
+		c->found = c->cur;
+		return 1;
+	}
+	if (read_ptr(&c->cur, c->cur + c->off->ts_next)) {
+		c->err = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Returns the thread's PyThreadState, 0 if it has none; sets *err when a
+ * read failed (e.g. interpreter not yet initialised). */
+static __always_inline __u64 find_tstate(const struct py_proc_config *cfg,
+					 __u32 tid, int *err)
+{
+	const struct py_walk_offsets *off = &cfg->off;
+	__u64 ident = current_thread_ident(off, tid);
+	struct find_ctx c = { .off = off, .ident = ident };
+	__u64 *cached, interp = 0;
+
+	cached = bpf_map_lookup_elem(&tstates, &tid);
+	if (cached && tstate_matches(off, *cached, ident) == 1)
+		return *cached;
+	if (read_ptr(&interp, cfg->interp_head_addr) || !interp ||
+	    read_ptr(&c.cur, interp + off->interp_tstate_head)) {
+		*err = 1;
+		return 0;
+	}
+	bpf_loop(PYPERF_MAX_THREADS, find_step, &c, 0);
+	*err = c.err;
+	if (c.found)
+		bpf_map_update_elem(&tstates, &tid, &c.found, BPF_ANY);
+	return c.found;
+}
+
+struct walk_ctx {
+	const struct py_walk_offsets *off;
+	struct py_sample *s;
+	__u64 frame;
+	__u32 n;
+	int err;
+};
+
+static long walk_step(__u32 i, struct walk_ctx *c)
+{
+	const struct py_walk_offsets *off = c->off;
+	__u64 code = 0, lasti = 0, back = 0;
+	__u8 owner = 0;
+	__u32 n = c->n;
+
+	if (!c->frame)
+		return 1;
+	if (n >= PYPERF_MAX_FRAMES) {
+		c->s->h.flags |= SAMPLE_F_TRUNCATED;
+		return 1;
+	}
+	if (read_ptr(&back, c->frame + off->frame_back) ||
+	    read_ptr(&code, c->frame + off->frame_code)) {
+		c->err = 1;
+		return 1;
+	}
+	if (off->frame_kind == PY_FRAMES_OBJECT) {
+		__u32 l = 0;	/* f_lasti is an int */
+
+		bpf_probe_read_user(&l, sizeof(l), (const void *)(c->frame + off->frame_lasti));
+		lasti = l;
+	} else {
+		read_ptr(&lasti, c->frame + off->frame_lasti);
+	}
+	if (off->frame_owner != PYPERF_NO_FIELD && off->frame_kind != PY_FRAMES_OBJECT)
+		bpf_probe_read_user(&owner, 1, (const void *)(c->frame + off->frame_owner));
+	c->frame = back;
+	/* C-stack shim frames (3.12+) carry no Python code; 3.11's owner
+	 * values stop at 2, so the test is safe there too. */
+	if (owner == PY_FRAME_OWNED_BY_CSTACK)
+		return 0;
+	code &= ~(__u64)off->code_tag_mask;
+	if (n < PYPERF_MAX_FRAMES) {
+		c->s->frames[n].code = code;
+		c->s->frames[n].lasti = lasti;
+		c->n = n + 1;
+	}
+	return 0;
+}
+
+static __always_inline __u64 first_frame(const struct py_walk_offsets *off,
+					 __u64 tstate, int *err)
+{
+	__u64 f = 0;
+
+	if (read_ptr(&f, tstate + off->ts_frame)) {
+		*err = 1;
+		return 0;
+	}
+	if (off->frame_kind == PY_FRAMES_CFRAME && f &&
+	    read_ptr(&f, f + off->cframe_current_frame)) {
+		*err = 1;
+		return 0;
+	}
+	return f;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	struct walk_ctx w = {};
+	struct py_proc_config *cfg;
+	struct py_sample *s;
+	__u64 tstate, size;
+	int err = 0;
+
+	cfg = bpf_map_lookup_elem(&procs, &tgid);
+	if (!cfg)
+		return 0;
+	stat_inc(STAT_EVENTS);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	s->h.pid = tgid;
+	s->h.tid = tid;
+	s->h.time_ns = bpf_ktime_get_ns();
+	s->h.period = ctx->sample_period;
+	s->h.flags = 0;
+	s->h.nframes = 0;
+	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
+
+	tstate = find_tstate(cfg, tid, &err);
+	s->h.tstate = tstate;
+	if (!tstate) {
+		s->h.flags |= err ? SAMPLE_F_NO_INTERP : SAMPLE_F_NO_TSTATE;
+		stat_inc(STAT_NO_TSTATE);
+	} else {
+		w.off = &cfg->off;
+		w.s = s;
+		w.frame = first_frame(&cfg->off, tstate, &w.err);
+		bpf_loop(PYPERF_MAX_FRAMES + 1, walk_step, &w, 0);
+		if (w.err) {
+			s->h.flags |= SAMPLE_F_READ_ERR;
+			stat_inc(STAT_READ_ERR);
+		}
+		if (s->h.flags & SAMPLE_F_TRUNCATED)
+			stat_inc(STAT_TRUNCATED);
+	}
+	if (w.n > PYPERF_MAX_FRAMES)
+		w.n = PYPERF_MAX_FRAMES;
+	s->h.nframes = w.n;
+	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]);
+	if (size > sizeof(*s))
+		size = sizeof(*s);
+	if (bpf_ringbuf_output(&events, s, size, 0)) {
+		stat_inc(STAT_LOST);
+		return 0;
+	}
+	stat_inc(STAT_SENT);
+	return 0;
+}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The records the BPF program and user space exchange. Both sides include
+ * this file; nothing else may define a layout shared across the boundary.
+ * Types are the kernel's fixed-width __u* so the file compiles under
+ * clang -target bpf (vmlinux.h) and in user space (<linux/types.h>).
+ */
+#ifndef PYPERF_H
+#define PYPERF_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PYPERF_MAX_FRAMES	1024	/* Python recursion limit is 1000 */
+#define PYPERF_MAX_THREADS	4096	/* thread-list walk limit per sample */
+#define PYPERF_COMM_LEN		16
+#define PYPERF_NO_FIELD		0xffff	/* offset of a field this version lacks */
+
+/* How a version links its frames; decides the walk in pyperf.bpf.c. */
+enum py_frame_kind {
+	PY_FRAMES_OBJECT = 1,	/* <=3.10: PyFrameObject.f_back chain */
+	PY_FRAMES_CFRAME,	/* 3.11-3.12: tstate->cframe->current_frame */
+	PY_FRAMES_DIRECT,	/* 3.13+: tstate->current_frame */
+};
+
+/* What a thread state's thread_id holds, to match the sampled thread. */
+enum py_tid_kind {
+	PY_TID_NATIVE = 1,	/* native_thread_id == kernel tid (3.11+) */
+	PY_TID_PTHREAD,		/* thread_id == pthread_self() == fsbase */
+};
+
+/* Offsets the BPF walk needs, in bytes. Filled per process from the
+ * generated tables (<=3.12) or _Py_DebugOffsets (3.13+). */
+struct py_walk_offsets {
+	__u16 interp_tstate_head;	/* PyInterpreterState -> first tstate */
+	__u16 ts_next;
+	__u16 ts_frame;		/* frame / cframe / current_frame */
+	__u16 cframe_current_frame;	/* PY_FRAMES_CFRAME only */
+	__u16 ts_thread_id;
+	__u16 ts_native_thread_id;	/* PYPERF_NO_FIELD before 3.11 */
+	__u16 frame_back;		/* f_back / previous */
+	__u16 frame_code;		/* f_code / f_executable */
+	__u16 frame_lasti;		/* f_lasti (int) / prev_instr / instr_ptr */
+	__u16 frame_owner;		/* char owner; PYPERF_NO_FIELD before 3.11 */
+	__u8 frame_kind;		/* enum py_frame_kind */
+	__u8 tid_kind;			/* enum py_tid_kind */
+	__u8 code_tag_mask;		/* low bits to clear in frame_code (3.14) */
+	__u8 _pad[3];
+};
+
+/* Per target process, keyed by tgid in the "procs" map. */
+struct py_proc_config {
+	__u64 interp_head_addr;	/* address of the PyInterpreterState * */
+	struct py_walk_offsets off;
+};
+
+/* frame_owner value of C-stack shim frames, 3.12 and later. */
+#define PY_FRAME_OWNED_BY_CSTACK	3
+
+/* sample flags */
+#define SAMPLE_F_TRUNCATED	(1u << 0) /* deeper than PYPERF_MAX_FRAMES */
+#define SAMPLE_F_NO_TSTATE	(1u << 1) /* thread has no PyThreadState */
+#define SAMPLE_F_READ_ERR	(1u << 2) /* a read of target memory failed */
+#define SAMPLE_F_NO_INTERP	(1u << 3) /* interpreter not initialised */
+
+/* Counters the BPF side keeps per CPU in the "stats" map, by index. */
+enum pyperf_stat {
+	STAT_EVENTS = 0,	/* perf events in a target process */
+	STAT_SENT,		/* records written to the ring buffer */
+	STAT_LOST,		/* ring buffer full: record dropped */
+	STAT_NO_TSTATE,		/* thread had no PyThreadState */
+	STAT_READ_ERR,		/* a target memory read failed */
+	STAT_TRUNCATED,		/* stack deeper than PYPERF_MAX_FRAMES */
+	STAT__COUNT,
+};
+
+struct py_frame_rec {
+	__u64 code;	/* PyCodeObject * */
+	__u64 lasti;	/* f_lasti (<=3.10) or instruction pointer (3.11+) */
+};
+
+struct py_sample_hdr {
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u64 time_ns;		/* bpf_ktime_get_ns() */
+	__u64 period;		/* event period of this sample (ns for cpu-clock) */
+	__u64 tstate;
+	__u32 flags;		/* SAMPLE_F_* */
+	__u16 nframes;		/* py_frame_rec entries that follow */
+	__u16 _pad;
+	char comm[PYPERF_COMM_LEN];
+};
+
+/* The ring buffer record: header, then nframes frames, innermost first.
+ * Only the used part of frames[] is sent. */
+struct py_sample {
+	struct py_sample_hdr h;
+	struct py_frame_rec frames[PYPERF_MAX_FRAMES];
+};
+
+#endif /* PYPERF_H */

@@ -1,0 +1,37 @@
+#!/bin/sh
+# One-step set-up on Debian 12 as root: install the build and test
+# dependencies, build, then either profile the bundled example (example)
+# or run the whole test suite (check).
+set -eu
+mode=${1:-example}
+cd "$(dirname "$0")/.."
+
+PACKAGES="autoconf automake libtool pkg-config make gcc clang llvm \
+libbpf-dev bpftool protobuf-c-compiler libprotobuf-c-dev libelf-dev \
+libunwind-dev zlib1g-dev golang-go python3 gdb"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "bootstrap: run as root (apt-get install, BPF and perf events need it)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $PACKAGES
+
+autoreconf -fi
+./configure
+make -j"$(nproc)"
+
+case $mode in
+example)
+	make example
+	;;
+check)
+	make -j"$(nproc)" check
+	;;
+*)
+	echo "bootstrap: unknown mode '$mode' (use example or check)" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,194 @@
+/* Option parsing; perf-like flags (-p, -F, -c, -e, -o) plus py-spy's -d. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#define DEFAULT_PERIOD 1000000ULL	/* 1 ms of cpu-clock: 1000 Hz */
+#define DEFAULT_RINGBUF (8u << 20)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: pyperf-pprof [options] --pid PID\n"
+"Sample the Python stacks of a running CPython process with eBPF and write\n"
+"a gzip-compressed pprof profile.\n"
+"\n"
+"  -p, --pid PID            process to profile (repeatable)\n"
+"  -d, --duration MS        sampling time in milliseconds, 0 = until Ctrl-C\n"
+"                           (default 1000)\n"
+"  -o, --out FILE           output file (default profile.pb.gz)\n"
+"  -e, --event NAME         cpu-clock (default), task-clock, or cycles\n"
+"                           (cycles falls back to cpu-clock where the CPU\n"
+"                           has no hardware counters)\n"
+"  -c, --sample-period N    one sample every N events (default 1000000;\n"
+"                           for cpu-clock that is nanoseconds)\n"
+"  -F, --frequency HZ       sample HZ times per second instead of -c\n"
+"      --ringbuf-size BYTES BPF ring buffer size (default 8 MiB)\n"
+"  -v, --verbose            print counters and cache statistics\n"
+"  -q, --quiet              print errors only\n"
+"  -h, --help               this help\n"
+"      --version            print the version\n"
+"\n"
+"Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.\n"
+"Open the result with: go tool pprof -top profile.pb.gz\n");
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-') {
+		fprintf(stderr, "pyperf-pprof: %s expects a non-negative integer, got '%s'\n",
+			opt, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int add_pid(struct config *cfg, const char *s)
+{
+	uint64_t v;
+
+	if (parse_u64("--pid", s, &v) || v == 0 || v > 4194304) {
+		fprintf(stderr, "pyperf-pprof: --pid expects a process id, got '%s'\n", s);
+		return -1;
+	}
+	if (cfg->npids == CLI_MAX_PIDS) {
+		fprintf(stderr, "pyperf-pprof: at most %d --pid options\n", CLI_MAX_PIDS);
+		return -1;
+	}
+	cfg->pids[cfg->npids++] = (pid_t)v;
+	return 0;
+}
+
+static char *join_argv(int argc, char **argv)
+{
+	size_t len = 1;
+	char *s;
+
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	s = calloc(1, len);
+	if (!s)
+		return NULL;
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+enum { OPT_VERSION = 256, OPT_RINGBUF };
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "out", required_argument, NULL, 'o' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "sample-period", required_argument, NULL, 'c' },
+	{ "frequency", required_argument, NULL, 'F' },
+	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ 0 }
+};
+
+static int handle_opt(int c, struct config *cfg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'p':
+		return add_pid(cfg, optarg);
+	case 'd':
+		return parse_u64("--duration", optarg, &cfg->duration_ms);
+	case 'o':
+		cfg->out = optarg;
+		return 0;
+	case 'e':
+		cfg->event = optarg;
+		return 0;
+	case 'c':
+		if (parse_u64("--sample-period", optarg, &cfg->sample_period))
+			return -1;
+		cfg->frequency = 0;
+		return cfg->sample_period ? 0 : (fprintf(stderr,
+			"pyperf-pprof: --sample-period must be > 0\n"), -1);
+	case 'F':
+		if (parse_u64("--frequency", optarg, &cfg->frequency))
+			return -1;
+		cfg->sample_period = 0;
+		return cfg->frequency ? 0 : (fprintf(stderr,
+			"pyperf-pprof: --frequency must be > 0\n"), -1);
+	case OPT_RINGBUF:
+		if (parse_u64("--ringbuf-size", optarg, &v))
+			return -1;
+		if (v < 4096 || v > (1u << 30) || (v & (v - 1))) {
+			fprintf(stderr, "pyperf-pprof: --ringbuf-size must be a power of two between 4096 and 1 GiB\n");
+			return -1;
+		}
+		cfg->ringbuf_bytes = (uint32_t)v;
+		return 0;
+	case 'v':
+		cfg->verbose++;
+		return 0;
+	case 'q':
+		cfg->quiet = 1;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
+{
+	int c;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->duration_ms = 1000;
+	cfg->out = "profile.pb.gz";
+	cfg->event = "cpu-clock";
+	cfg->sample_period = DEFAULT_PERIOD;
+	cfg->ringbuf_bytes = DEFAULT_RINGBUF;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:d:o:e:c:F:vqh", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return CLI_EXIT_OK;
+		}
+		if (c == OPT_VERSION) {
+			printf("pyperf-pprof %s\n", PACKAGE_VERSION);
+			return CLI_EXIT_OK;
+		}
+		if (handle_opt(c, cfg)) {
+			if (c == '?')
+				fprintf(stderr, "Try 'pyperf-pprof --help'.\n");
+			return CLI_ERROR;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pyperf-pprof: unexpected argument '%s'; try 'pyperf-pprof --help'\n",
+			argv[optind]);
+		return CLI_ERROR;
+	}
+	if (!cfg->npids) {
+		fprintf(stderr, "pyperf-pprof: no target: give --pid PID (see --help)\n");
+		return CLI_ERROR;
+	}
+	cfg->cmdline = join_argv(argc, argv);
+	return CLI_RUN;
+}

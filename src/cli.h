@@ -1,0 +1,29 @@
+/* Command line → struct config. Nothing else in the program reads argv. */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CLI_MAX_PIDS 64
+
+struct config {
+	pid_t pids[CLI_MAX_PIDS];
+	int npids;
+	uint64_t duration_ms;		/* 0: until interrupted */
+	const char *out;
+	const char *event;		/* "cpu-clock", "task-clock", "cycles" */
+	uint64_t sample_period;		/* events per sample; 0 when frequency set */
+	uint64_t frequency;		/* samples per second; 0 when period set */
+	uint32_t ringbuf_bytes;
+	int verbose;
+	int quiet;
+	const char *cmdline;		/* the invocation, recorded in the profile */
+};
+
+enum cli_result { CLI_RUN = 0, CLI_EXIT_OK = 1, CLI_ERROR = -1 };
+
+/* Fills cfg from argv. CLI_EXIT_OK after --help / --version. */
+enum cli_result cli_parse(int argc, char **argv, struct config *cfg);
+
+#endif

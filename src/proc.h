@@ -1,0 +1,44 @@
+/* Facts about another process, read from /proc without stopping it. */
+#ifndef PROC_H
+#define PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_map {
+	uint64_t start, end, offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	char perms[5];
+	char *path;		/* "" for anonymous mappings */
+};
+
+struct proc_maps {
+	struct proc_map *v;
+	size_t n;
+};
+
+/* Parses the text of /proc/PID/maps; pure, for tests and fuzzing.
+ * Malformed lines are skipped. Returns 0, or -1 on allocation failure. */
+int proc_maps_parse(const char *text, size_t len, struct proc_maps *m);
+int proc_maps_read(pid_t pid, struct proc_maps *m);
+void proc_maps_free(struct proc_maps *m);
+const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
+
+/* Reads target memory with process_vm_readv; never writes, never stops it.
+ * Returns 0 only when all len bytes were read. */
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/* A path that opens the file behind a mapping even if it was deleted or
+ * lives in another mount namespace: /proc/PID/map_files/..., falling back
+ * to /proc/PID/root/PATH. */
+void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len);
+
+int proc_alive(pid_t pid);
+/* Start time in clock ticks since boot (field 22 of stat); 0 on error.
+ * (pid, start time) identifies a process across PID reuse. */
+uint64_t proc_start_time(pid_t pid);
+int proc_comm(pid_t pid, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * Symbolization of Python frames by reading the target's code objects with
+ * process_vm_readv. Results are cached per (pid, code address) in a bounded
+ * set-associative cache: code objects live as long as their functions, so a
+ * hot stack costs no syscalls at all after the first sample.
+ */
+#include "pysym.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linetable.h"
+#include "proc.h"
+
+#define WAYS		4
+#define MAX_STR		1024		/* longest name or path kept */
+#define MAX_LINETABLE	(1u << 20)	/* bytes; real tables are far smaller */
+#define CODE_READ_MAX	512		/* bytes of PyCodeObject we read */
+
+struct entry {
+	int pid;			/* 0: empty */
+	uint64_t code;
+	char *name, *filename;
+	int firstlineno;
+	uint8_t *table;
+	uint32_t table_len;
+	uint32_t age;
+};
+
+struct pysym_cache {
+	struct entry *e;
+	size_t nsets;
+	uint32_t clock;
+	struct pysym_stats st;
+};
+
+struct pysym_cache *pysym_cache_new(size_t capacity)
+{
+	struct pysym_cache *c = calloc(1, sizeof(*c));
+	size_t sets = 1;
+
+	if (!c)
+		return NULL;
+	while (sets * WAYS < capacity)
+		sets <<= 1;
+	c->nsets = sets;
+	c->e = calloc(sets * WAYS, sizeof(*c->e));
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void entry_clear(struct entry *e)
+{
+	free(e->name);
+	free(e->filename);
+	free(e->table);
+	memset(e, 0, sizeof(*e));
+}
+
+void pysym_cache_free(struct pysym_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nsets * WAYS; i++)
+		entry_clear(&c->e[i]);
+	free(c->e);
+	free(c);
+}
+
+void pysym_forget_pid(struct pysym_cache *c, int pid)
+{
+	for (size_t i = 0; i < c->nsets * WAYS; i++)
+		if (c->e[i].pid == pid)
+			entry_clear(&c->e[i]);
+}
+
+void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st)
+{
+	*st = c->st;
+}
+
+static uint64_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Appends code point cp as UTF-8; returns bytes written (0 if no room). */
+static size_t put_utf8(char *out, size_t room, uint32_t cp)
+{
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		cp = 0xfffd;	/* lone surrogates are not valid UTF-8 */
+	if (cp < 0x80 && room >= 1) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800 && room >= 2) {
+		out[0] = (char)(0xc0 | cp >> 6);
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000 && cp >= 0x800 && room >= 3) {
+		out[0] = (char)(0xe0 | cp >> 12);
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	if (cp >= 0x10000 && room >= 4) {
+		out[0] = (char)(0xf0 | cp >> 18);
+		out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[3] = (char)(0x80 | (cp & 0x3f));
+		return 4;
+	}
+	return 0;
+}
+
+int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t len)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t hdr[128], data[MAX_STR * 4];
+	uint32_t state;
+	uint64_t n;
+	unsigned kind, width;
+	size_t out = 0;
+
+	if (!len || !addr || o->unicode_compact_size > sizeof(hdr))
+		return -1;
+	if (proc_read(t->pid, addr, hdr, o->unicode_compact_size))
+		return -1;
+	memcpy(&n, hdr + o->unicode_length, sizeof(n));
+	memcpy(&state, hdr + o->unicode_state, sizeof(state));
+	/* state bitfield: interned:2 kind:3 compact:1 ascii:1 (3.6 to 3.13) */
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || n > (1u << 30))
+		return -1;	/* legacy non-compact strings: not in code objects */
+	width = kind;
+	if (n > MAX_STR)
+		n = MAX_STR;
+	if (proc_read(t->pid, addr + (((state >> 6) & 1) ? o->unicode_ascii_size
+							 : o->unicode_compact_size),
+		      data, n * width))
+		return -1;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t cp = width == 1 ? data[i] : width == 2 ?
+			(uint32_t)(data[2 * i] | data[2 * i + 1] << 8) :
+			(uint32_t)(data[4 * i] | data[4 * i + 1] << 8 |
+				   data[4 * i + 2] << 16 | (uint32_t)data[4 * i + 3] << 24);
+		size_t w = put_utf8(buf + out, len - 1 - out, cp);
+
+		if (!w)
+			break;
+		out += w;
+	}
+	buf[out] = '\0';
+	return 0;
+}
+
+static int read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **data,
+			  uint32_t *dlen)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	int64_t n = 0;
+
+	if (!addr || proc_read(t->pid, addr + o->bytes_size, &n, sizeof(n)) ||
+	    n < 0 || n > MAX_LINETABLE)
+		return -1;
+	*data = malloc(n ? (size_t)n : 1);
+	if (!*data)
+		return -1;
+	if (proc_read(t->pid, addr + o->bytes_sval, *data, (size_t)n)) {
+		free(*data);
+		*data = NULL;
+		return -1;
+	}
+	*dlen = (uint32_t)n;
+	return 0;
+}
+
+static uint64_t field_ptr(const uint8_t *code, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, code + off, sizeof(v));
+	return v;
+}
+
+/* Reads everything a code object contributes, once. */
+static int load_entry(const struct py_target *t, uint64_t code_addr, struct entry *e)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t code[CODE_READ_MAX];
+	char name[MAX_STR], file[MAX_STR];
+	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	int32_t first;
+
+	if (proc_read(t->pid, code_addr, code, sizeof(code)) &&
+	    proc_read(t->pid, code_addr, code, 256))
+		return -1;
+	if (name_off >= 248 || o->co_filename >= 248 || o->co_linetable >= 248 ||
+	    o->co_firstlineno >= 248)
+		return -1;
+	if (pysym_read_str(t, field_ptr(code, name_off), name, sizeof(name)) ||
+	    pysym_read_str(t, field_ptr(code, o->co_filename), file, sizeof(file)))
+		return -1;
+	memcpy(&first, code + o->co_firstlineno, sizeof(first));
+	e->name = strdup(name);
+	e->filename = strdup(file);
+	e->firstlineno = first;
+	if (!e->name || !e->filename ||
+	    read_bytes_obj(t, field_ptr(code, o->co_linetable), &e->table, &e->table_len)) {
+		entry_clear(e);
+		return -1;
+	}
+	e->pid = t->pid;
+	e->code = code_addr;
+	return 0;
+}
+
+static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
+			    uint64_t code, int *err)
+{
+	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+	struct entry *victim = &set[0];
+
+	*err = 0;
+	c->clock++;
+	for (int i = 0; i < WAYS; i++) {
+		if (set[i].pid == t->pid && set[i].code == code) {
+			set[i].age = c->clock;
+			c->st.hits++;
+			return &set[i];
+		}
+		if (!set[i].pid || (victim->pid && set[i].age < victim->age))
+			victim = &set[i];
+	}
+	c->st.misses++;
+	if (victim->pid) {
+		c->st.evictions++;
+		entry_clear(victim);
+	}
+	if (load_entry(t, code, victim)) {
+		c->st.errors++;
+		*err = 1;
+		return NULL;
+	}
+	victim->age = c->clock;
+	return victim;
+}
+
+/* Line of the instruction a frame is at; -2 for a frame not yet started. */
+static int frame_line(const struct py_target *t, const struct entry *e, uint64_t code,
+		      uint64_t lasti)
+{
+	unsigned minor = t->minor;
+
+	if (minor <= 9) {
+		if ((int32_t)lasti < 0)
+			return e->firstlineno;
+		return linetable_lnotab(e->table, e->table_len, e->firstlineno, (uint32_t)lasti);
+	}
+	if (minor == 10) {
+		if ((int32_t)lasti < 0)
+			return e->firstlineno;
+		return linetable_310(e->table, e->table_len, e->firstlineno, (uint32_t)lasti * 2);
+	}
+	/* 3.11+: an instruction pointer; before the first instruction it
+	 * points just below the code (an incomplete frame). */
+	uint64_t start = code + t->layout.code.co_code_adaptive;
+
+	if (lasti < start)
+		return -2;
+	if ((lasti - start) / 2 > UINT32_MAX)
+		return -1;
+	return linetable_311(e->table, e->table_len, e->firstlineno,
+			     (uint32_t)((lasti - start) / 2));
+}
+
+int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+		  uint64_t lasti, struct pyframe_info *out)
+{
+	struct entry *e;
+	int err, line;
+
+	if (!code)
+		return -1;
+	e = lookup(c, t, code, &err);
+	if (!e)
+		return -1;
+	line = frame_line(t, e, code, lasti);
+	if (line == -2)
+		return 1;
+	out->name = e->name;
+	out->filename = e->filename;
+	out->firstlineno = e->firstlineno;
+	out->line = line;
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* Python code object -> {qualified name, file name, current line}. */
+#ifndef PYSYM_H
+#define PYSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyversion.h"
+
+struct pysym_cache;
+
+struct pyframe_info {
+	const char *name;	/* owned by the cache; copy before the next call */
+	const char *filename;
+	int firstlineno;
+	int line;		/* -1 when unknown */
+};
+
+struct pysym_stats {
+	uint64_t hits, misses, evictions, errors;
+};
+
+/* capacity is rounded up to a power of two; entries are evicted beyond it. */
+struct pysym_cache *pysym_cache_new(size_t capacity);
+void pysym_cache_free(struct pysym_cache *c);
+
+/* Resolves one frame record. Returns 0 on success, 1 for a frame that has
+ * not started executing yet (skip it), -1 when the code object could not be
+ * read (counted in errors). */
+int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+		  uint64_t lasti, struct pyframe_info *out);
+
+/* Forgets every entry of a process (it exited or exec'd). */
+void pysym_forget_pid(struct pysym_cache *c, int pid);
+
+void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st);
+
+/* Reads a str object of the target as UTF-8 into buf (NUL-terminated,
+ * truncated to len-1 bytes). 0 on success. */
+int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * Version detection that does not trust file names alone: Py_Version
+ * (3.11+) read from the target, else the PY_VERSION string inside the
+ * ELF file, else the file name.
+ */
+#include "pyversion.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elffile.h"
+#include "proc.h"
+
+#define SCAN_MAX_BYTES (256u << 20)
+
+int pyversion_parse(const char *s, unsigned *major, unsigned *minor, unsigned *micro)
+{
+	unsigned a, b, c;
+	int n = 0;
+
+	if (sscanf(s, "%u.%u.%u%n", &a, &b, &c, &n) != 3 || n <= 0)
+		return -1;
+	if (a < 2 || a > 3 || b > 99 || c > 99)
+		return -1;
+	*major = a;
+	*minor = b;
+	*micro = c;
+	return 0;
+}
+
+/* "libpython3.11.so.1.0" or "python3.11" -> 3, 11. */
+static int version_from_name(const char *path, unsigned *major, unsigned *minor)
+{
+	const char *base = strrchr(path, '/');
+	const char *p;
+
+	base = base ? base + 1 : path;
+	p = strstr(base, "python");
+	if (!p || sscanf(p + 6, "%u.%u", major, minor) != 2)
+		return -1;
+	return 0;
+}
+
+static int is_version_char(int c)
+{
+	return isdigit(c) || c == '.' || c == 'a' || c == 'b' || c == 'r' || c == 'c' || c == '+';
+}
+
+/* PY_VERSION is a NUL-terminated literal such as "3.8.18": look for
+ * "\0M.m.p\0" whose major.minor agree with the hint when there is one. */
+static int version_from_image(struct elf_file *ef, unsigned hmaj,
+			      unsigned hmin, struct py_target *t)
+{
+	size_t size = elf_file_size(ef);
+	size_t len = size < SCAN_MAX_BYTES ? size : SCAN_MAX_BYTES;
+	uint8_t *img = malloc(len);
+	int found = -1;
+
+	if (!img || elf_file_read(ef, 0, img, len)) {
+		free(img);
+		return -1;
+	}
+	for (size_t i = 1; i + 8 < len && found; i++) {
+		unsigned a, b, c;
+		size_t j = i;
+
+		if (img[i - 1] != 0 || (img[i] != '2' && img[i] != '3') || img[i + 1] != '.')
+			continue;
+		while (j < len && j - i < 16 && is_version_char(img[j]))
+			j++;
+		if (j >= len || img[j] != 0 || j - i < 5)
+			continue;
+		if (pyversion_parse((const char *)img + i, &a, &b, &c))
+			continue;
+		if (hmaj && (a != hmaj || b != hmin))
+			continue;
+		t->major = a;
+		t->minor = b;
+		t->micro = c;
+		found = 0;
+	}
+	free(img);
+	return found;
+}
+
+struct candidate {
+	const struct proc_map *map;
+	struct elf_file *ef;
+	uint64_t bias;
+	uint64_t runtime_vaddr;		/* _PyRuntime, 0 if absent */
+	uint64_t interp_head_vaddr;	/* 3.6's interp_head, 0 if absent */
+	uint64_t py_version_vaddr;	/* Py_Version, 0 if absent */
+};
+
+/* Does this mapped file hold a CPython runtime? */
+static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
+{
+	char path[512];
+	uint64_t base;
+
+	proc_map_file(pid, m, path, sizeof(path));
+	c->ef = elf_file_open(path);
+	if (!c->ef)
+		return -1;
+	if (elf_file_base_vaddr(c->ef, &base))
+		goto no;
+	c->map = m;
+	c->bias = m->start - base;
+	if (elf_file_symbol(c->ef, "_PyRuntime", &c->runtime_vaddr, NULL))
+		c->runtime_vaddr = 0;
+	if (elf_file_symbol(c->ef, "interp_head", &c->interp_head_vaddr, NULL))
+		c->interp_head_vaddr = 0;
+	if (elf_file_symbol(c->ef, "Py_Version", &c->py_version_vaddr, NULL))
+		c->py_version_vaddr = 0;
+	if (c->runtime_vaddr || c->interp_head_vaddr)
+		return 0;
+	/* 2.7 and stripped 3.6 have neither symbol; still worth a version
+	 * string so the refusal names what was found. */
+	if (elf_file_symbol(c->ef, "Py_GetVersion", &base, NULL) == 0)
+		return 0;
+no:
+	elf_file_close(c->ef);
+	c->ef = NULL;
+	return -1;
+}
+
+static int find_runtime(pid_t pid, const struct proc_maps *maps, struct candidate *c)
+{
+	/* Files named like an interpreter first, then everything executable
+	 * (an application may embed CPython under another name). */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < maps->n; i++) {
+			const struct proc_map *m = &maps->v[i];
+			const char *base = strrchr(m->path, '/');
+
+			if (m->offset != 0 || m->path[0] != '/' || !m->inode)
+				continue;
+			base = base ? base + 1 : m->path;
+			if ((pass == 0) != (strstr(base, "python") != NULL))
+				continue;
+			if (i > 0 && strcmp(maps->v[i - 1].path, m->path) == 0 &&
+			    maps->v[i - 1].inode == m->inode)
+				continue;	/* already probed this file */
+			if (probe_file(pid, m, c) == 0)
+				return 0;
+		}
+	}
+	return -1;
+}
+
+static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
+{
+	unsigned hmaj = 0, hmin = 0;
+	uint64_t hex = 0;
+
+	if (c->py_version_vaddr &&
+	    proc_read(pid, c->py_version_vaddr + c->bias, &hex, sizeof(hex)) == 0 &&
+	    (hex >> 24) == 3) {
+		t->major = (hex >> 24) & 0xff;
+		t->minor = (hex >> 16) & 0xff;
+		t->micro = (hex >> 8) & 0xff;
+		t->version_hex = (uint32_t)hex;
+		return 0;
+	}
+	version_from_name(c->map->path, &hmaj, &hmin);
+	if (version_from_image(c->ef, hmaj, hmin, t) == 0 ||
+	    (hmaj && version_from_image(c->ef, 0, 0, t) == 0)) {
+		t->version_hex = t->major << 24 | t->minor << 16 | t->micro << 8 | 0xf0;
+		return 0;
+	}
+	if (!hmaj)
+		return -1;
+	t->major = hmaj;
+	t->minor = hmin;
+	t->version_hex = hmaj << 24 | hmin << 16;
+	return 0;
+}
+
+static void fill_bpf_config(struct py_target *t, const struct candidate *c)
+{
+	t->bpf.off = t->layout.walk;
+	if (t->runtime_addr)
+		t->bpf.interp_head_addr = t->runtime_addr + t->layout.runtime_interp_head;
+	else
+		t->bpf.interp_head_addr = c->interp_head_vaddr + c->bias;
+}
+
+int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen)
+{
+	struct proc_maps maps;
+	struct candidate c = { 0 };
+	const struct py_layout *layout;
+	int ret = -1;
+
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->start_time = proc_start_time(pid);
+	proc_comm(pid, t->comm, sizeof(t->comm));
+	if (!t->start_time || proc_maps_read(pid, &maps)) {
+		snprintf(err, errlen, "pid %d: no such process (or /proc/%d/maps unreadable: run as root)",
+			 (int)pid, (int)pid);
+		return -1;
+	}
+	if (find_runtime(pid, &maps, &c)) {
+		snprintf(err, errlen, "pid %d (%s) is not a CPython process: no python executable or libpython with a runtime symbol in its memory maps",
+			 (int)pid, t->comm);
+		goto out;
+	}
+	snprintf(t->module, sizeof(t->module), "%s", c.map->path);
+	if (detect_version(pid, &c, t)) {
+		snprintf(err, errlen, "pid %d (%s): cannot tell the Python version of %s",
+			 (int)pid, t->comm, t->module);
+		goto out;
+	}
+	layout = py_layout_find(t->major, t->minor);
+	if (!layout || t->major != 3) {
+		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), which pyperf-pprof does not support (supported: 3.6 to 3.13)",
+			 (int)pid, t->comm, t->major, t->minor, t->micro, t->module);
+		goto out;
+	}
+	if (!c.runtime_vaddr && !c.interp_head_vaddr) {
+		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s, but neither _PyRuntime nor interp_head is in its symbol tables (stripped 3.6?)",
+			 (int)pid, t->comm, t->major, t->minor, t->module);
+		goto out;
+	}
+	t->layout = *layout;
+	t->runtime_addr = c.runtime_vaddr ? c.runtime_vaddr + c.bias : 0;
+	fill_bpf_config(t, &c);
+	ret = 0;
+out:
+	elf_file_close(c.ef);
+	proc_maps_free(&maps);
+	return ret;
+}

@@ -1,0 +1,30 @@
+/* Which CPython a process runs, and where its runtime state lives. */
+#ifndef PYVERSION_H
+#define PYVERSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyoffsets.h"
+
+struct py_target {
+	pid_t pid;
+	uint64_t start_time;		/* with pid, identifies the process */
+	unsigned major, minor, micro;
+	uint32_t version_hex;		/* PY_VERSION_HEX */
+	uint64_t runtime_addr;		/* _PyRuntime, 0 for 3.6 */
+	struct py_layout layout;	/* offsets for this version */
+	struct py_proc_config bpf;	/* what the BPF walk gets */
+	char module[256];		/* file holding the runtime */
+	char comm[16];
+};
+
+/* Finds the interpreter in pid's address space. On failure returns -1 with
+ * one line in err saying what was found and what to do. */
+int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen);
+
+/* Parses "3.11.7", "3.12.0rc1+" ... at s. 0 on success. */
+int pyversion_parse(const char *s, unsigned *major, unsigned *minor, unsigned *micro);
+
+#endif

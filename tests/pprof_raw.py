@@ -1,0 +1,87 @@
+"""Reads a profile through the real client: `go tool pprof -raw`.
+
+Parsing pprof's own text output (rather than decoding the protobuf
+ourselves) means the tests see exactly what users of go tool pprof see.
+"""
+import os
+import re
+import subprocess
+
+LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) M=(\d+) ?(.*)$")
+LINE_RE = re.compile(r"^\s*(.*?) (\S*):(\d+) s=(\d+)(\(.*\))?$")
+SAMPLE_RE = re.compile(r"^\s*([\d ]+?): ([\d ]+)\s*$")
+LABEL_RE = re.compile(r"(\w+):\[([^\]]*)\]")
+
+
+class Profile(object):
+    def __init__(self):
+        self.comments = []
+        self.sample_types = []
+        self.samples = []       # dicts: values, locs (leaf first), labels
+        self.locations = {}     # id -> list of (function, file, line), inner first
+
+    def stacks(self):
+        """Yields (values, frames leaf first, labels); frames are
+        (function, file, line) with inlined lines expanded."""
+        for s in self.samples:
+            frames = []
+            for loc in s["locs"]:
+                frames.extend(self.locations.get(loc, [("?", "", 0)]))
+            yield s["values"], frames, s["labels"]
+
+
+def run_raw(path, go="go", extra=()):
+    env = dict(os.environ)
+    env.setdefault("HOME", "/root")
+    out = subprocess.run([go, "tool", "pprof", "-raw"] + list(extra) + [path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, check=True)
+    return parse_raw(out.stdout.decode("utf-8"))
+
+
+def parse_raw(text):
+    p = Profile()
+    section = None
+    for line in text.splitlines():
+        if line.startswith("Comment: "):
+            p.comments.append(line[len("Comment: "):])
+        elif line in ("Samples:", "Locations", "Mappings"):
+            section = line
+        elif section == "Samples:":
+            _parse_sample_line(p, line)
+        elif section == "Locations":
+            _parse_location_line(p, line)
+    return p
+
+
+def _parse_sample_line(p, line):
+    if not p.sample_types:
+        p.sample_types = line.split()
+        return
+    m = SAMPLE_RE.match(line)
+    if m:
+        p.samples.append({"values": [int(v) for v in m.group(1).split()],
+                          "locs": [int(x) for x in m.group(2).split()],
+                          "labels": {}})
+        return
+    for k, v in LABEL_RE.findall(line):
+        if p.samples:
+            p.samples[-1]["labels"][k] = v
+
+
+def _parse_location_line(p, line):
+    m = LOC_RE.match(line)
+    if m:
+        loc = int(m.group(1))
+        p.locations[loc] = []
+        rest = m.group(4)
+        p._last = loc
+    else:
+        rest = line.strip()
+        loc = getattr(p, "_last", None)
+        if loc is None or not rest:
+            return
+    lm = LINE_RE.match(rest)
+    if lm:
+        name = lm.group(1)
+        p.locations[loc].append((name, lm.group(2), int(lm.group(3))))
