@@ -154,7 +154,7 @@ struct walk_ctx {
 static long walk_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_walk_offsets *off = c->off;
-	__u64 code = 0, lasti = 0, back = 0;
+	__u64 code = 0, lasti = 0, back = 0, self = 0;
 	__u8 owner = 0;
 	__u32 n = c->n;
 
@@ -179,6 +179,9 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	}
 	if (off->frame_owner != PYPERF_NO_FIELD && off->frame_kind != PY_FRAMES_OBJECT)
 		bpf_probe_read_user(&owner, 1, (const void *)(c->frame + off->frame_owner));
+	if (off->frame_localsplus != PYPERF_NO_FIELD &&
+	    read_ptr(&self, c->frame + off->frame_localsplus))
+		self = 0;	/* a frame without locals */
 	c->frame = back;
 	/* C-stack shim frames (3.12+) carry no Python code; 3.11's owner
 	 * values stop at 2, so the test is safe there too. */
@@ -188,6 +191,7 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	if (n < PYPERF_MAX_FRAMES) {
 		c->s->frames[n].code = code;
 		c->s->frames[n].lasti = lasti;
+		c->s->frames[n].self = self;
 		c->n = n + 1;
 	}
 	return 0;

@@ -43,10 +43,11 @@ struct py_walk_offsets {
 	__u16 frame_code;		/* f_code / f_executable */
 	__u16 frame_lasti;		/* f_lasti (int) / prev_instr / instr_ptr */
 	__u16 frame_owner;		/* char owner; PYPERF_NO_FIELD before 3.11 */
+	__u16 frame_localsplus;		/* <=3.10: f_localsplus, for methods' self */
 	__u8 frame_kind;		/* enum py_frame_kind */
 	__u8 tid_kind;			/* enum py_tid_kind */
 	__u8 code_tag_mask;		/* low bits to clear in frame_code (3.14) */
-	__u8 _pad[3];
+	__u8 _pad;
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -78,6 +79,7 @@ enum pyperf_stat {
 struct py_frame_rec {
 	__u64 code;	/* PyCodeObject * */
 	__u64 lasti;	/* f_lasti (<=3.10) or instruction pointer (3.11+) */
+	__u64 self;	/* <=3.10: first local (self/cls of a method), else 0 */
 };
 
 struct py_sample_hdr {

@@ -60,7 +60,11 @@ static int add_pid(struct config *cfg, const char *s)
 {
 	uint64_t v;
 
-	if (parse_u64("--pid", s, &v) || v == 0 || v > 4194304) {
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v == 0 || v > 4194304) {
 		fprintf(stderr, "pyperf-pprof: --pid expects a process id, got '%s'\n", s);
 		return -1;
 	}

@@ -105,6 +105,9 @@ FIELDS = [
     # 3.11 has owner too, but without FRAME_OWNED_BY_CSTACK; the entry
     # comment lists each version's owner values.
     ("walk.frame_owner", "u16", [(11, 13, off(IFRAME, "owner"))]),
+    # Before 3.11 there is no co_qualname: the first local of a method
+    # (self or cls) gives its class.
+    ("walk.frame_localsplus", "u16", [(6, 10, off(FRAME_OBJ, "f_localsplus"))]),
     ("walk.frame_kind", "enum", [(6, 10, const("PY_FRAMES_OBJECT")),
                                  (11, 12, const("PY_FRAMES_CFRAME")),
                                  (13, 13, const("PY_FRAMES_DIRECT"))]),

@@ -26,6 +26,19 @@ struct entry {
 	uint8_t *table;
 	uint32_t table_len;
 	uint32_t age;
+	uint8_t first_arg;		/* enum first_arg: how to qualify <3.11 */
+};
+
+/* Before 3.11 code objects have no qualname; a method's class comes from
+ * its first argument when that is named self or cls. */
+enum first_arg { ARG_PLAIN = 0, ARG_SELF, ARG_CLS };
+
+#define TYPE_CACHE	1024		/* type object -> name, direct-mapped */
+
+struct type_entry {
+	int pid;
+	uint64_t type;
+	char name[128];
 };
 
 struct pysym_cache {
@@ -33,6 +46,8 @@ struct pysym_cache {
 	size_t nsets;
 	uint32_t clock;
 	struct pysym_stats st;
+	struct type_entry types[TYPE_CACHE];
+	char qualname[MAX_STR + 128];	/* result of the last qualification */
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -191,6 +206,24 @@ static uint64_t field_ptr(const uint8_t *code, uint16_t off)
 	return v;
 }
 
+static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *code)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	int32_t argc;
+	uint64_t name;
+	char s[8];
+
+	if (o->co_qualname != PYPERF_NO_FIELD || o->co_varnames == PYPERF_NO_FIELD ||
+	    o->co_varnames >= 248 || o->co_argcount >= 248)
+		return ARG_PLAIN;
+	memcpy(&argc, code + o->co_argcount, sizeof(argc));
+	if (argc < 1 ||
+	    proc_read(t->pid, field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
+	    pysym_read_str(t, name, s, sizeof(s)))
+		return ARG_PLAIN;
+	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
+}
+
 /* Reads everything a code object contributes, once. */
 static int load_entry(const struct py_target *t, uint64_t code_addr, struct entry *e)
 {
@@ -220,6 +253,7 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	}
 	e->pid = t->pid;
 	e->code = code_addr;
+	e->first_arg = (uint8_t)first_arg_kind(t, code);
 	return 0;
 }
 
@@ -282,8 +316,51 @@ static int frame_line(const struct py_target *t, const struct entry *e, uint64_t
 			     (uint32_t)((lasti - start) / 2));
 }
 
+/* tp_name of a type object of the target; NULL if unreadable. */
+static const char *type_name(struct pysym_cache *c, const struct py_target *t,
+			     uint64_t type)
+{
+	struct type_entry *te = &c->types[hash64(type ^ (uint64_t)t->pid << 48) % TYPE_CACHE];
+	uint64_t name;
+
+	if (te->pid == t->pid && te->type == type)
+		return te->name;
+	te->pid = 0;
+	if (proc_read(t->pid, type + t->layout.code.type_name, &name, sizeof(name)) ||
+	    proc_read(t->pid, name, te->name, sizeof(te->name) - 1)) {
+		/* tp_name may sit near the end of a mapping: read less. */
+		if (!name || proc_read(t->pid, name, te->name, 32))
+			return NULL;
+		te->name[32] = '\0';
+	}
+	te->name[sizeof(te->name) - 1] = '\0';
+	te->pid = t->pid;
+	te->type = type;
+	return te->name;
+}
+
+/* "Class.method" for a <3.11 method frame, else the plain name. */
+static const char *qualify(struct pysym_cache *c, const struct py_target *t,
+			   const struct entry *e, uint64_t self)
+{
+	const char *cls, *dot;
+	uint64_t type = self;
+
+	if (e->first_arg == ARG_PLAIN || !self)
+		return e->name;
+	if (e->first_arg == ARG_SELF &&
+	    proc_read(t->pid, self + t->layout.code.ob_type, &type, sizeof(type)))
+		return e->name;
+	cls = type_name(c, t, type);
+	if (!cls || !cls[0] || strcmp(cls, "cell") == 0)
+		return e->name;		/* self captured in a closure cell */
+	dot = strrchr(cls, '.');	/* "module.Class" for static types */
+	snprintf(c->qualname, sizeof(c->qualname), "%s.%s", dot ? dot + 1 : cls, e->name);
+	return c->qualname;
+}
+
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
-		  uint64_t lasti, struct pyframe_info *out)
+		  uint64_t lasti, uint64_t self, struct pyframe_info *out)
 {
 	struct entry *e;
 	int err, line;
@@ -296,7 +373,7 @@ int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t cod
 	line = frame_line(t, e, code, lasti);
 	if (line == -2)
 		return 1;
-	out->name = e->name;
+	out->name = qualify(c, t, e, self);
 	out->filename = e->filename;
 	out->firstlineno = e->firstlineno;
 	out->line = line;

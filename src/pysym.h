@@ -24,11 +24,12 @@ struct pysym_stats {
 struct pysym_cache *pysym_cache_new(size_t capacity);
 void pysym_cache_free(struct pysym_cache *c);
 
-/* Resolves one frame record. Returns 0 on success, 1 for a frame that has
+/* Resolves one frame record; self is the frame's first local before 3.11
+ * (names methods "Class.method" as co_qualname does from 3.11). Returns 0 on success, 1 for a frame that has
  * not started executing yet (skip it), -1 when the code object could not be
  * read (counted in errors). */
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
-		  uint64_t lasti, struct pyframe_info *out);
+		  uint64_t lasti, uint64_t self, struct pyframe_info *out);
 
 /* Forgets every entry of a process (it exited or exec'd). */
 void pysym_forget_pid(struct pysym_cache *c, int pid);

@@ -49,7 +49,7 @@ static int is_version_char(int c)
 }
 
 /* PY_VERSION is a NUL-terminated literal such as "3.8.18": look for
- * "\0M.m.p\0" whose major.minor agree with the hint when there is one. */
+ * "M.m.p\0" whose major.minor agree with the hint when there is one. */
 static int version_from_image(struct elf_file *ef, unsigned hmaj,
 			      unsigned hmin, struct py_target *t)
 {
@@ -66,7 +66,10 @@ static int version_from_image(struct elf_file *ef, unsigned hmaj,
 		unsigned a, b, c;
 		size_t j = i;
 
-		if (img[i - 1] != 0 || (img[i] != '2' && img[i] != '3') || img[i + 1] != '.')
+		/* The linker merges string tails, so the literal may end another
+		 * string ("/Python-3.8.18"): only require a non-version byte before. */
+		if (is_version_char(img[i - 1]) || (img[i] != '2' && img[i] != '3') ||
+		    img[i + 1] != '.')
 			continue;
 		while (j < len && j - i < 16 && is_version_char(img[j]))
 			j++;

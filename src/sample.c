@@ -38,7 +38,7 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		const struct py_frame_rec *f = &s->frames[i];
 		struct pyframe_info fi;
 		uint64_t fid, loc;
-		int r = pysym_resolve(k->syms, t, f->code, f->lasti, &fi);
+		int r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, &fi);
 
 		if (r == 1)
 			continue;	/* frame pushed but not started */

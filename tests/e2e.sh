@@ -1,8 +1,8 @@
 #!/bin/sh
-# End-to-end test of one interpreter: run tests/workloads/ratio.py under it,
-# profile it with the built pyperf-pprof, check the profile with
-# go tool pprof. The test file ($1) holds the interpreter's path.
-# Exit codes follow automake: 0 pass, 1 fail, 77 skip (with a reason).
+# End-to-end test of one interpreter: run each workload of tests/workloads
+# under it, profile it with the built pyperf-pprof, check the profile with
+# go tool pprof (tests/check_profile.py). The test file ($1) holds the
+# interpreter's path. Exit codes follow automake: 0 pass, 1 fail, 77 skip.
 set -u
 case_file=$1
 name=$(basename "$case_file" .e2e)
@@ -11,9 +11,9 @@ interp=$(eval echo "$(cat "$case_file")")
 : "${PYPERF:=./pyperf-pprof}"
 : "${GO:=go}"
 : "${PYTHON3:=/usr/bin/python3}"
+SCENARIOS=${SCENARIOS:-ratio methods deep threads}
 
 skip() { echo "SKIP $name: $*"; exit 77; }
-fail() { echo "FAIL $name: $*"; exit 1; }
 
 [ -x "$interp" ] || skip "interpreter $interp not present"
 [ "$(id -u)" = 0 ] || skip "needs root for BPF and perf events"
@@ -21,18 +21,44 @@ command -v "$GO" >/dev/null 2>&1 || skip "go (Debian golang-go) not installed"
 [ -x "$PYTHON3" ] || skip "python3 not installed"
 
 work=$(mktemp -d /tmp/pyperf-e2e.XXXXXX)
-trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
-"$interp" "$TOP_SRCDIR/tests/workloads/ratio.py" 30 > "$work/ready" &
-pid=$!
-i=0
-until grep -q ready "$work/ready" 2>/dev/null; do
-	i=$((i + 1)); [ $i -gt 100 ] && fail "workload did not start"; sleep 0.1
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+failed=0
+
+# run_scenario NAME WORKLOAD DURATION_MS
+run_scenario() {
+	out="$work/$1.pb.gz"
+	"$interp" "$TOP_SRCDIR/tests/workloads/$2" 60 > "$work/ready" &
+	pid=$!
+	i=0
+	until grep -q ready "$work/ready" 2>/dev/null; do
+		i=$((i + 1))
+		if [ $i -gt 200 ]; then
+			echo "FAIL $name/$1: workload did not start"; failed=1; return
+		fi
+		sleep 0.1
+	done
+	"$PYPERF" --pid $pid -d "$3" -o "$out" -v > "$work/log" 2>&1
+	rc=$?
+	kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=
+	sed 's/^/  /' "$work/log"
+	if [ $rc != 0 ]; then
+		echo "FAIL $name/$1: pyperf-pprof exited with $rc"; failed=1; return
+	fi
+	if HOME=${HOME:-/root} "$PYTHON3" "$TOP_SRCDIR/tests/check_profile.py" \
+		--go "$GO" --scenario "$1" --workload "$TOP_SRCDIR/tests/workloads/$2" "$out"; then
+		echo "PASS $name/$1"
+	else
+		echo "FAIL $name/$1"; failed=1
+	fi
+}
+
+for s in $SCENARIOS; do
+	case $s in
+	ratio) run_scenario ratio ratio.py 3000 ;;
+	methods) run_scenario methods methods.py 1500 ;;
+	deep) run_scenario deep deep.py 1000 ;;
+	threads) run_scenario threads threads.py 2000 ;;
+	esac
 done
-"$PYPERF" --pid $pid -d 3000 -o "$work/profile.pb.gz" -v > "$work/log" 2>&1
-rc=$?
-cat "$work/log"
-[ $rc = 0 ] || fail "pyperf-pprof exited with $rc"
-HOME=${HOME:-/root} "$PYTHON3" "$TOP_SRCDIR/tests/check_profile.py" --go "$GO" \
-	--workload "$TOP_SRCDIR/tests/workloads/ratio.py" "$work/profile.pb.gz" ||
-	fail "profile check failed"
-echo "PASS $name"
+exit $failed

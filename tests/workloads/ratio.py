@@ -13,11 +13,11 @@ def leaf(n):
 
 
 def heavy():
-    return leaf(30000)
+    return leaf(3000)
 
 
 def light():
-    return leaf(10000)
+    return leaf(1000)
 
 
 def main():

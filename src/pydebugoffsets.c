@@ -1,0 +1,393 @@
+/*
+ * _Py_DebugOffsets: CPython's own table of structure offsets (3.13+).
+ *
+ * The table is a run of uint64 values: the cookie "xdebugpy", version
+ * (PY_VERSION_HEX), free_threaded, then one group ("section") per CPython
+ * structure. Most sections start with "size", which is sizeof() of the
+ * structure the section describes (sizeof(PyThreadState), ...), not the
+ * size of the section: the table does not describe its own layout. Newer
+ * versions insert sections (3.14: set_object after list_object) and
+ * fields inside sections (3.14: interpreter_state.threads_main before gc),
+ * so which slot holds which field has to be known per version; the
+ * sequences below are transcribed from CPython's headers.
+ *
+ * A version newer than the newest sequence here is read with the newest
+ * sequence, and whether that guess holds is checked rather than assumed:
+ * the PyObject and PyVarObject headers are stable ABI (sizeof(PyObject)
+ * 16, ob_type at 8, ob_size at 16 on 64-bit GIL builds), so a table whose
+ * sections moved fails those anchors and is refused, and every offset used
+ * must be aligned and lie inside its structure's reported size.
+ */
+#include "pydebugoffsets.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define COOKIE			"xdebugpy"
+#define SLOT_VERSION		1
+#define SLOT_FREE_THREADED	2
+#define SLOT_SECTIONS		3		/* first slot of the first section */
+#define STRUCT_MAX		(1u << 24)	/* bigger "size" values are misreads */
+
+struct section {
+	const char *name;
+	const char *const *fields;	/* table order, NULL-terminated */
+};
+
+#define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+/* 3.13: Include/internal/pycore_runtime.h of v3.13.0 (checked against the
+ * DWARF of 3.13.0 by tests/check-debugoffsets-live.sh). */
+static const struct section seq_313[] = {
+	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
+	{ "interpreter_state", FIELDS("size", "id", "next", "threads_head", "gc",
+		"imports_modules", "sysdict", "builtins", "ceval_gil",
+		"gil_runtime_state", "gil_runtime_state_enabled",
+		"gil_runtime_state_locked", "gil_runtime_state_holder") },
+	{ "thread_state", FIELDS("size", "prev", "next", "interp", "current_frame",
+		"thread_id", "native_thread_id", "datastack_chunk", "status") },
+	{ "interpreter_frame", FIELDS("size", "previous", "executable", "instr_ptr",
+		"localsplus", "owner") },
+	{ "code_object", FIELDS("size", "filename", "name", "qualname", "linetable",
+		"firstlineno", "argcount", "localsplusnames", "localspluskinds",
+		"co_code_adaptive") },
+	{ "pyobject", FIELDS("size", "ob_type") },
+	{ "type_object", FIELDS("size", "tp_name", "tp_repr", "tp_flags") },
+	{ "tuple_object", FIELDS("size", "ob_item", "ob_size") },
+	{ "list_object", FIELDS("size", "ob_item", "ob_size") },
+	{ "dict_object", FIELDS("size", "ma_keys", "ma_values") },
+	{ "float_object", FIELDS("size", "ob_fval") },
+	{ "long_object", FIELDS("size", "lv_tag", "ob_digit") },
+	{ "bytes_object", FIELDS("size", "ob_size", "ob_sval") },
+	{ "unicode_object", FIELDS("size", "state", "length", "asciiobject_size") },
+	{ "gc", FIELDS("size", "collecting") },
+	{ NULL, NULL }
+};
+
+/* 3.14: Include/internal/pycore_debug_offsets.h of the 3.14 branch. New
+ * against 3.13: interpreter_state.threads_main (inserted before gc),
+ * code_object_generation and tlbc_generation; interpreter_frame.stackpointer
+ * and tlbc_index; code_object.co_tlbc; the set_object section between
+ * list_object and dict_object; gen_object, llist_node and debugger_support
+ * (the last two without a size) at the end. */
+static const struct section seq_314[] = {
+	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
+	{ "interpreter_state", FIELDS("size", "id", "next", "threads_head",
+		"threads_main", "gc", "imports_modules", "sysdict", "builtins",
+		"ceval_gil", "gil_runtime_state", "gil_runtime_state_enabled",
+		"gil_runtime_state_locked", "gil_runtime_state_holder",
+		"code_object_generation", "tlbc_generation") },
+	{ "thread_state", FIELDS("size", "prev", "next", "interp", "current_frame",
+		"thread_id", "native_thread_id", "datastack_chunk", "status") },
+	{ "interpreter_frame", FIELDS("size", "previous", "executable", "instr_ptr",
+		"localsplus", "owner", "stackpointer", "tlbc_index") },
+	{ "code_object", FIELDS("size", "filename", "name", "qualname", "linetable",
+		"firstlineno", "argcount", "localsplusnames", "localspluskinds",
+		"co_code_adaptive", "co_tlbc") },
+	{ "pyobject", FIELDS("size", "ob_type") },
+	{ "type_object", FIELDS("size", "tp_name", "tp_repr", "tp_flags") },
+	{ "tuple_object", FIELDS("size", "ob_item", "ob_size") },
+	{ "list_object", FIELDS("size", "ob_item", "ob_size") },
+	{ "set_object", FIELDS("size", "used", "table", "mask") },
+	{ "dict_object", FIELDS("size", "ma_keys", "ma_values") },
+	{ "float_object", FIELDS("size", "ob_fval") },
+	{ "long_object", FIELDS("size", "lv_tag", "ob_digit") },
+	{ "bytes_object", FIELDS("size", "ob_size", "ob_sval") },
+	{ "unicode_object", FIELDS("size", "state", "length", "asciiobject_size") },
+	{ "gc", FIELDS("size", "collecting") },
+	{ "gen_object", FIELDS("size", "gi_name", "gi_iframe", "gi_frame_state") },
+	{ "llist_node", FIELDS("next", "prev") },
+	{ "debugger_support", FIELDS("eval_breaker", "remote_debugger_support",
+		"remote_debugging_enabled", "debugger_pending_call",
+		"debugger_script_path", "debugger_script_path_size") },
+	{ NULL, NULL }
+};
+
+struct table_format {
+	unsigned minor;
+	const struct section *seq;
+	const char *source;		/* py_layout.source */
+	const char *guessed;		/* the same, for a newer version */
+	uint8_t code_tag_mask;
+};
+
+static const struct table_format formats[] = {
+	{ 13, seq_313, "_Py_DebugOffsets (3.13 layout)", NULL, 0 },
+	/* 3.14's f_executable is a _PyStackRef whose low bits are tags
+	 * (Py_TAG_REFCNT is bit 0; tagged ints use both low bits, and 3.15
+	 * makes Py_TAG_BITS 3). Objects are 8-aligned, so clearing two bits
+	 * never damages a real pointer. */
+	{ 14, seq_314, "_Py_DebugOffsets (3.14 layout)",
+	  "_Py_DebugOffsets (newer than 3.14, read with the 3.14 layout)", 3 },
+};
+
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+
+/* A field pyperf-pprof needs, and where it goes. */
+struct need {
+	const char *sect, *field;
+	uint8_t width;		/* bytes in the structure; also its alignment */
+	uint8_t wide;		/* destination is a uint32_t, else a uint16_t */
+	uint16_t dst;		/* offsetof(struct py_layout, ...) */
+};
+
+#define L(member) offsetof(struct py_layout, member)
+
+static const struct need needs[] = {
+	{ "runtime_state", "interpreters_head", 8, 1, L(runtime_interp_head) },
+	{ "interpreter_state", "threads_head", 8, 0, L(walk.interp_tstate_head) },
+	{ "thread_state", "next", 8, 0, L(walk.ts_next) },
+	{ "thread_state", "current_frame", 8, 0, L(walk.ts_frame) },
+	{ "thread_state", "thread_id", 8, 0, L(walk.ts_thread_id) },
+	{ "thread_state", "native_thread_id", 8, 0, L(walk.ts_native_thread_id) },
+	{ "interpreter_frame", "previous", 8, 0, L(walk.frame_back) },
+	{ "interpreter_frame", "executable", 8, 0, L(walk.frame_code) },
+	{ "interpreter_frame", "instr_ptr", 8, 0, L(walk.frame_lasti) },
+	{ "interpreter_frame", "owner", 1, 0, L(walk.frame_owner) },
+	{ "code_object", "filename", 8, 0, L(code.co_filename) },
+	{ "code_object", "name", 8, 0, L(code.co_name) },
+	{ "code_object", "qualname", 8, 0, L(code.co_qualname) },
+	{ "code_object", "linetable", 8, 0, L(code.co_linetable) },
+	{ "code_object", "firstlineno", 4, 0, L(code.co_firstlineno) },
+	{ "code_object", "argcount", 4, 0, L(code.co_argcount) },
+	{ "code_object", "co_code_adaptive", 1, 0, L(code.co_code_adaptive) },
+	{ "pyobject", "ob_type", 8, 0, L(code.ob_type) },
+	{ "type_object", "tp_name", 8, 0, L(code.type_name) },
+	{ "tuple_object", "ob_item", 8, 0, L(code.tuple_items) },
+	{ "bytes_object", "ob_size", 8, 0, L(code.bytes_size) },
+	{ "bytes_object", "ob_sval", 1, 0, L(code.bytes_sval) },
+	{ "unicode_object", "state", 4, 0, L(code.unicode_state) },
+	{ "unicode_object", "length", 8, 0, L(code.unicode_length) },
+};
+
+/* Stable-ABI values any correctly read table has (64-bit, GIL build). */
+static const struct anchor {
+	const char *sect, *field;
+	uint64_t value;
+} anchors[] = {
+	{ "pyobject", "size", 16 },
+	{ "pyobject", "ob_type", 8 },
+	{ "tuple_object", "ob_size", 16 },
+	{ "bytes_object", "ob_size", 16 },
+};
+
+struct ctx {
+	const uint8_t *buf;
+	size_t len;
+	const struct table_format *f;
+	int guessed;		/* version newer than f */
+	char ver[32];		/* "3.14.0rc1"; "" until known */
+	char *err;
+	size_t errlen;
+};
+
+static int __attribute__((format(printf, 2, 3))) fail(struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (c->ver[0] && c->guessed)
+		n = snprintf(c->err, c->errlen, "_Py_DebugOffsets of Python %s (read with the 3.%u layout): ",
+			     c->ver, c->f->minor);
+	else if (c->ver[0])
+		n = snprintf(c->err, c->errlen, "_Py_DebugOffsets of Python %s: ", c->ver);
+	else
+		n = snprintf(c->err, c->errlen, "_Py_DebugOffsets: ");
+	if (n < 0 || (size_t)n >= c->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(c->err + n, c->errlen - n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* "3.13.0", "3.15.0a1", "3.14.0rc2". */
+static void version_str(uint32_t hex, char *buf, size_t len)
+{
+	static const char *const level[16] = { [0xa] = "a", [0xb] = "b", [0xc] = "rc" };
+	unsigned lv = hex >> 4 & 0xf;
+
+	if (lv == 0xf)
+		snprintf(buf, len, "%u.%u.%u", hex >> 24, hex >> 16 & 0xff, hex >> 8 & 0xff);
+	else
+		snprintf(buf, len, "%u.%u.%u%s%u", hex >> 24, hex >> 16 & 0xff, hex >> 8 & 0xff,
+			 level[lv] ? level[lv] : "?", hex & 0xf);
+}
+
+/* Slot of sect.field in the sequence, and of sect.size (-1: none). */
+static long find_slot(const struct section *seq, const char *sect, const char *field,
+		      long *size_slot)
+{
+	long slot = SLOT_SECTIONS;
+
+	for (; seq->name; seq++) {
+		long first = slot;
+		int here = strcmp(seq->name, sect) == 0;
+
+		for (const char *const *f = seq->fields; *f; f++, slot++) {
+			if (here && strcmp(*f, field) == 0) {
+				*size_slot = strcmp(seq->fields[0], "size") == 0 ? first : -1;
+				return slot;
+			}
+		}
+	}
+	return -1;
+}
+
+static int read_slot(const struct ctx *c, long slot, uint64_t *v)
+{
+	if (slot < 0 || (size_t)slot >= c->len / 8)
+		return -1;
+	memcpy(v, c->buf + slot * 8, sizeof(*v));
+	return 0;
+}
+
+/* sect.field and the size of its structure, checked to be readable and
+ * the size plausible. */
+static int table_value(struct ctx *c, const char *sect, const char *field,
+		       uint64_t *v, uint64_t *size)
+{
+	long size_slot = -1;
+	long slot = find_slot(c->f->seq, sect, field, &size_slot);
+
+	if (slot < 0)
+		return fail(c, "%s.%s is not in the table: the field is missing", sect, field);
+	if (read_slot(c, slot, v) || (size_slot >= 0 && read_slot(c, size_slot, size)))
+		return fail(c, "copy truncated at %zu bytes, before %s.%s (bytes %ld to %ld)",
+			    c->len, sect, field, slot * 8, slot * 8 + 8);
+	if (size_slot < 0) {
+		*size = STRUCT_MAX;
+		return 0;
+	}
+	if (*size < 8 || *size > STRUCT_MAX)
+		return fail(c, "%s.size %llu is implausible (is this the table layout of this version?)",
+			    sect, (unsigned long long)*size);
+	return 0;
+}
+
+static int take_need(struct ctx *c, const struct need *n, struct py_layout *out)
+{
+	uint64_t v, size, limit = n->wide ? PY_NO_FIELD32 : PYPERF_NO_FIELD;
+
+	if (table_value(c, n->sect, n->field, &v, &size))
+		return -1;
+	if (v % n->width)
+		return fail(c, "%s.%s = %llu is not aligned to %u bytes: table misread or corrupt",
+			    n->sect, n->field, (unsigned long long)v, n->width);
+	if (v + n->width > size)
+		return fail(c, "%s.%s (offset %llu, %u bytes) lies beyond %s.size %llu: the field is missing",
+			    n->sect, n->field, (unsigned long long)v, n->width, n->sect,
+			    (unsigned long long)size);
+	if (v >= limit)
+		return fail(c, "%s.%s = %llu does not fit the BPF configuration (max %llu)",
+			    n->sect, n->field, (unsigned long long)v, (unsigned long long)limit - 1);
+	if (n->wide) {
+		uint32_t w = (uint32_t)v;
+
+		memcpy((uint8_t *)out + n->dst, &w, sizeof(w));
+	} else {
+		uint16_t h = (uint16_t)v;
+
+		memcpy((uint8_t *)out + n->dst, &h, sizeof(h));
+	}
+	return 0;
+}
+
+static int check_anchors(struct ctx *c)
+{
+	for (size_t i = 0; i < sizeof(anchors) / sizeof(anchors[0]); i++) {
+		const struct anchor *a = &anchors[i];
+		uint64_t v, size;
+
+		if (table_value(c, a->sect, a->field, &v, &size))
+			return -1;
+		if (v != a->value)
+			return fail(c, "%s.%s is %llu where every 64-bit GIL build has %llu: the table does not have the expected layout",
+				    a->sect, a->field, (unsigned long long)v,
+				    (unsigned long long)a->value);
+	}
+	return 0;
+}
+
+/*
+ * The table gives sizeof(PyASCIIObject) but not the compact size. Since
+ * 3.12 (wstr removed) PyCompactUnicodeObject is PyASCIIObject followed by
+ * Py_ssize_t utf8_length and char *utf8, so 16 more bytes on 64-bit; the
+ * data of a compact non-ASCII string follows it (3.13.0 DWARF: 40 and 56).
+ * PyUnicodeObject adds the data pointer, so its size bounds the result.
+ */
+static int derive_unicode(struct ctx *c, struct py_layout *out)
+{
+	struct py_code_offsets *o = &out->code;
+	uint64_t a, size;
+
+	if (table_value(c, "unicode_object", "asciiobject_size", &a, &size))
+		return -1;
+	if (a % 8 || a < (uint64_t)o->unicode_state + 4 || a < (uint64_t)o->unicode_length + 8 ||
+	    a + 16 > size)
+		return fail(c, "unicode_object.asciiobject_size %llu is implausible (state at %u, length at %u, sizeof(PyUnicodeObject) %llu)",
+			    (unsigned long long)a, o->unicode_state, o->unicode_length,
+			    (unsigned long long)size);
+	o->unicode_ascii_size = (uint16_t)a;
+	o->unicode_compact_size = (uint16_t)(a + 16);
+	return 0;
+}
+
+/* Cookie, version and build of the table; picks the sequence to read. */
+static int read_header(struct ctx *c, uint32_t *version_hex)
+{
+	uint64_t version, ft;
+	unsigned minor;
+
+	if (c->len < SLOT_SECTIONS * 8)
+		return fail(c, "copy truncated at %zu bytes, before the end of the header (24 bytes)",
+			    c->len);
+	if (memcmp(c->buf, COOKIE, 8))
+		return fail(c, "no \"" COOKIE "\" cookie at the start of _PyRuntime");
+	read_slot(c, SLOT_VERSION, &version);
+	read_slot(c, SLOT_FREE_THREADED, &ft);
+	minor = version >> 16 & 0xff;
+	if (version >> 24 != 3 || minor < PY_DEBUG_OFFSETS_MINOR)
+		return fail(c, "implausible version 0x%llx (expected 3.%u or later)",
+			    (unsigned long long)version, PY_DEBUG_OFFSETS_MINOR);
+	version_str((uint32_t)version, c->ver, sizeof(c->ver));
+	if (ft)
+		return fail(c, "free-threaded build (free_threaded = %llu): pyperf-pprof does not support free-threaded CPython yet",
+			    (unsigned long long)ft);
+	c->f = &formats[NFORMATS - 1];
+	for (size_t i = 0; i < NFORMATS; i++)
+		if (formats[i].minor == minor)
+			c->f = &formats[i];
+	c->guessed = minor > c->f->minor;
+	*version_hex = (uint32_t)version;
+	return 0;
+}
+
+int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex,
+			   struct py_layout *out, char *err, size_t errlen)
+{
+	struct ctx c = { .buf = buf, .len = len, .err = err, .errlen = errlen };
+	struct py_layout l;
+	uint32_t hex;
+
+	if (read_header(&c, &hex) || check_anchors(&c))
+		return -1;
+	memset(&l, 0, sizeof(l));
+	l.version_hex = hex;
+	l.source = c.guessed ? c.f->guessed : c.f->source;
+	l.runtime_gil_holder = PY_NO_FIELD32;
+	l.walk.cframe_current_frame = PYPERF_NO_FIELD;
+	l.walk.frame_kind = PY_FRAMES_DIRECT;
+	l.walk.tid_kind = PY_TID_NATIVE;
+	l.walk.code_tag_mask = c.f->code_tag_mask;
+	l.code.co_varnames = PYPERF_NO_FIELD;
+	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
+		if (take_need(&c, &needs[i], &l))
+			return -1;
+	if (derive_unicode(&c, &l))
+		return -1;
+	*out = l;
+	*version_hex = hex;
+	return 0;
+}

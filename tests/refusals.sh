@@ -1,0 +1,42 @@
+#!/bin/sh
+# Targets pyperf-pprof must refuse with one clear line and a non-zero exit
+# before sampling: Python 2.7, a process that is not Python, a missing PID,
+# and an output directory that does not exist.
+set -u
+: "${PYPERF:=./pyperf-pprof}"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+failed=0
+pids=
+
+# expect NAME REGEX -- ARGS: run pyperf-pprof ARGS, expect failure and a
+# message matching REGEX.
+expect() {
+	name=$1 re=$2
+	shift 3
+	out=$("$PYPERF" "$@" 2>&1)
+	rc=$?
+	echo "$name: exit $rc: $out"
+	if [ $rc = 0 ] || ! printf '%s\n' "$out" | grep -Eq "$re"; then
+		echo "FAIL $name"; failed=1
+	else
+		echo "PASS $name"
+	fi
+}
+
+py27=${PYENV_ROOT:-/root/.pyenv}/versions/2.7.18/bin/python2.7
+if [ -x "$py27" ]; then
+	"$py27" -c 'import time; time.sleep(30)' & pids="$pids $!"
+	sleep 0.3
+	expect python2.7 'runs Python 2\.7\.18 .*does not support' -- --pid $! -d 500 -o /tmp/x.pb.gz
+else
+	echo "SKIP python2.7: $py27 not present"
+fi
+sleep 30 & pids="$pids $!"
+expect not-python 'is not a CPython process' -- --pid $! -d 500 -o /tmp/x.pb.gz
+expect no-such-pid 'no such process' -- --pid 4000000 -d 500 -o /tmp/x.pb.gz
+/usr/bin/python3 -c 'import time; time.sleep(30)' & pids="$pids $!"
+sleep 0.3
+expect unwritable-out 'cannot .*/nonexistent-dir' -- --pid $! -d 500 -o /nonexistent-dir/p.pb.gz
+expect bad-option 'expects a process id' -- --pid abc
+kill $pids 2>/dev/null
+exit $failed
