@@ -101,7 +101,10 @@ def stats(prof):
     for values, frames, _ in prof.stacks():
         n += values[0]
         names = [f[0] for f in frames]
-        if names and names[-1] == "<module>" and not any(b in names for b in BRACKETED):
+        # Complete: reaches a root (the main module or a thread's bootstrap)
+        # with no bracketed placeholder frame on the way.
+        roots = ("<module>", "Thread._bootstrap")
+        if names and names[-1] in roots and not any(b in names for b in BRACKETED):
             complete += values[0]
         depth = max(depth, len(frames))
     print("stats: samples=%d complete=%.1f%% deepest=%d" % (n, 100.0 * complete / max(n, 1), depth))
