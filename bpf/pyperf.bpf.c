@@ -13,6 +13,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Set by user space before load: user stack bytes to copy per sample
+ * (0: Python frames only, --no-native). */
+const volatile __u32 stack_bytes = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -34,10 +38,12 @@ struct {
 	__uint(max_entries, 8 << 20);		/* resized by user space */
 } events SEC(".maps");
 
-/* A sample is too large for the 512-byte BPF stack: build it here. */
+/* A sample is too large for the 512-byte BPF stack: build it here, one
+ * slot per CPU (a plain array: per-CPU values are limited to 32 KiB).
+ * Programs on one CPU do not nest, so a slot has one writer at a time. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* resized to the CPU count */
 	__type(key, __u32);
 	__type(value, struct py_sample);
 } scratch SEC(".maps");
@@ -155,7 +161,7 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_walk_offsets *off = c->off;
 	__u64 code = 0, lasti = 0, back = 0, self = 0;
-	__u8 owner = 0;
+	__u8 owner = 0, is_entry = 0;
 	__u32 n = c->n;
 
 	if (!c->frame)
@@ -182,16 +188,25 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	if (off->frame_localsplus != PYPERF_NO_FIELD &&
 	    read_ptr(&self, c->frame + off->frame_localsplus))
 		self = 0;	/* a frame without locals */
+	if (off->frame_is_entry != PYPERF_NO_FIELD)
+		bpf_probe_read_user(&is_entry, 1, (const void *)(c->frame + off->frame_is_entry));
 	c->frame = back;
-	/* C-stack shim frames (3.12+) carry no Python code; 3.11's owner
-	 * values stop at 2, so the test is safe there too. */
-	if (owner == PY_FRAME_OWNED_BY_CSTACK)
+	/* C-stack shim frames (3.12+) carry no Python code but mark where an
+	 * eval-loop call began: the frame recorded before it is its outermost.
+	 * 3.11's owner values stop at 2, so the test is safe there too. */
+	if (owner == PY_FRAME_OWNED_BY_CSTACK) {
+		if (n > 0 && n <= PYPERF_MAX_FRAMES)
+			c->s->frames[n - 1].flags |= FRAME_F_ENTRY;
 		return 0;
+	}
 	code &= ~(__u64)off->code_tag_mask;
 	if (n < PYPERF_MAX_FRAMES) {
 		c->s->frames[n].code = code;
 		c->s->frames[n].lasti = lasti;
 		c->s->frames[n].self = self;
+		/* Before 3.11 every Python call is its own eval-loop call. */
+		c->s->frames[n].flags = (is_entry || off->frame_kind == PY_FRAMES_OBJECT) ?
+					FRAME_F_ENTRY : 0;
 		c->n = n + 1;
 	}
 	return 0;
@@ -214,11 +229,59 @@ static __always_inline __u64 first_frame(const struct py_walk_offsets *off,
 	return f;
 }
 
+static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma,
+		       __u64 *end)
+{
+	*end = vma->vm_end;
+	return 0;
+}
+
+/* Copies the user registers and up to stack_bytes of the user stack (never
+ * past the end of the stack's mapping) after frames[n]. Returns the bytes
+ * of stack copied. */
+static __always_inline __u32 copy_user_stack(struct bpf_perf_event_data *ctx,
+					     struct py_sample *s, __u32 n)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u64 *g = s->h.regs, end = 0, len;
+	struct pt_regs u;
+	void *dst;
+
+	if (bpf_probe_read_kernel(&u, sizeof(u), r))
+		return 0;
+	/* Kernel addresses have the top bit set on x86_64; the ctx only
+	 * allows 8-byte loads, so cs is not usable here. */
+	if ((__s64)ctx->regs.ip < 0)
+		s->h.flags |= SAMPLE_F_KERNEL;
+	g[PYREG_IP] = u.ip; g[PYREG_SP] = u.sp; g[PYREG_BP] = u.bp; g[PYREG_BX] = u.bx;
+	g[PYREG_R12] = u.r12; g[PYREG_R13] = u.r13; g[PYREG_R14] = u.r14; g[PYREG_R15] = u.r15;
+	g[PYREG_AX] = u.ax; g[PYREG_CX] = u.cx; g[PYREG_DX] = u.dx; g[PYREG_SI] = u.si;
+	g[PYREG_DI] = u.di; g[PYREG_R8] = u.r8; g[PYREG_R9] = u.r9; g[PYREG_R10] = u.r10;
+	g[PYREG_R11] = u.r11;
+	if (bpf_find_vma(task, u.sp, vma_end_cb, &end, 0) || end <= u.sp)
+		goto fail;
+	len = end - u.sp;
+	if (len > stack_bytes)
+		len = stack_bytes;
+	if (len > PYPERF_MAX_STACK)
+		len = PYPERF_MAX_STACK;
+	if (n > PYPERF_MAX_FRAMES || len == 0)
+		goto fail;
+	dst = (void *)s->frames + (__u64)n * sizeof(struct py_frame_rec);
+	if (bpf_probe_read_user(dst, len, (const void *)u.sp))
+		goto fail;
+	return (__u32)len;
+fail:
+	s->h.flags |= SAMPLE_F_STACK_ERR;
+	return 0;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, zero = 0;
+	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
 	struct walk_ctx w = {};
 	struct py_proc_config *cfg;
 	struct py_sample *s;
@@ -229,7 +292,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!cfg)
 		return 0;
 	stat_inc(STAT_EVENTS);
-	s = bpf_map_lookup_elem(&scratch, &zero);
+	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
 		return 0;
 	s->h.pid = tgid;
@@ -260,7 +323,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (w.n > PYPERF_MAX_FRAMES)
 		w.n = PYPERF_MAX_FRAMES;
 	s->h.nframes = w.n;
-	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]);
+	s->h.stack_len = stack_bytes ? copy_user_stack(ctx, s, w.n) : 0;
+	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + s->h.stack_len;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	if (bpf_ringbuf_output(&events, s, size, 0)) {

@@ -16,6 +16,7 @@
 #define PYPERF_MAX_THREADS	4096	/* thread-list walk limit per sample */
 #define PYPERF_COMM_LEN		16
 #define PYPERF_NO_FIELD		0xffff	/* offset of a field this version lacks */
+#define PYPERF_MAX_STACK	(64 << 10)	/* user stack bytes copied, at most */
 
 /* How a version links its frames; decides the walk in pyperf.bpf.c. */
 enum py_frame_kind {
@@ -44,10 +45,11 @@ struct py_walk_offsets {
 	__u16 frame_lasti;		/* f_lasti (int) / prev_instr / instr_ptr */
 	__u16 frame_owner;		/* char owner; PYPERF_NO_FIELD before 3.11 */
 	__u16 frame_localsplus;		/* <=3.10: f_localsplus, for methods' self */
+	__u16 frame_is_entry;		/* 3.11: bool is_entry; else NO_FIELD */
 	__u8 frame_kind;		/* enum py_frame_kind */
 	__u8 tid_kind;			/* enum py_tid_kind */
 	__u8 code_tag_mask;		/* low bits to clear in frame_code (3.14) */
-	__u8 _pad;
+	__u8 _pad[3];
 };
 
 /* Per target process, keyed by tgid in the "procs" map. */
@@ -64,6 +66,8 @@ struct py_proc_config {
 #define SAMPLE_F_NO_TSTATE	(1u << 1) /* thread has no PyThreadState */
 #define SAMPLE_F_READ_ERR	(1u << 2) /* a read of target memory failed */
 #define SAMPLE_F_NO_INTERP	(1u << 3) /* interpreter not initialised */
+#define SAMPLE_F_KERNEL		(1u << 4) /* sampled in kernel mode (syscall) */
+#define SAMPLE_F_STACK_ERR	(1u << 5) /* user stack could not be copied */
 
 /* Counters the BPF side keeps per CPU in the "stats" map, by index. */
 enum pyperf_stat {
@@ -76,10 +80,23 @@ enum pyperf_stat {
 	STAT__COUNT,
 };
 
+/* py_frame_rec.flags */
+#define FRAME_F_ENTRY	(1u << 0) /* outermost frame of its eval-loop call:
+				   * the native/Python merge boundary */
+
 struct py_frame_rec {
 	__u64 code;	/* PyCodeObject * */
 	__u64 lasti;	/* f_lasti (<=3.10) or instruction pointer (3.11+) */
 	__u64 self;	/* <=3.10: first local (self/cls of a method), else 0 */
+	__u32 flags;	/* FRAME_F_* */
+	__u32 _pad;
+};
+
+/* User registers at the sample, in this order (x86_64). */
+enum pyperf_reg {
+	PYREG_IP, PYREG_SP, PYREG_BP, PYREG_BX, PYREG_R12, PYREG_R13, PYREG_R14, PYREG_R15,
+	PYREG_AX, PYREG_CX, PYREG_DX, PYREG_SI, PYREG_DI, PYREG_R8, PYREG_R9, PYREG_R10, PYREG_R11,
+	PYPERF_NREGS
 };
 
 struct py_sample_hdr {
@@ -92,13 +109,22 @@ struct py_sample_hdr {
 	__u16 nframes;		/* py_frame_rec entries that follow */
 	__u16 _pad;
 	char comm[PYPERF_COMM_LEN];
+	__u64 regs[PYPERF_NREGS];	/* user registers (native stacks on) */
+	__u32 stack_len;	/* user stack bytes after the frames */
+	__u32 _pad2;
 };
 
-/* The ring buffer record: header, then nframes frames, innermost first.
- * Only the used part of frames[] is sent. */
+/* The ring buffer record: header, then nframes frames, innermost first,
+ * then stack_len bytes of user stack starting at regs[PYREG_SP]. Only the
+ * used part is sent: the stack bytes follow frames[nframes - 1]. */
 struct py_sample {
 	struct py_sample_hdr h;
 	struct py_frame_rec frames[PYPERF_MAX_FRAMES];
+	__u8 stack[PYPERF_MAX_STACK];
 };
+
+/* Where the copied stack starts inside a record. */
+#define PY_SAMPLE_STACK_OFF(nframes) \
+	(sizeof(struct py_sample_hdr) + (nframes) * sizeof(struct py_frame_rec))
 
 #endif /* PYPERF_H */

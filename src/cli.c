@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "config.h"
+#include "pyperf.h"
 
 #define DEFAULT_PERIOD 1000000ULL	/* 1 ms of cpu-clock: 1000 Hz */
 #define DEFAULT_RINGBUF (8u << 20)
+#define DEFAULT_STACK	(16u << 10)
 
 static void usage(FILE *f)
 {
@@ -31,6 +33,11 @@ static void usage(FILE *f)
 "                           for cpu-clock that is nanoseconds)\n"
 "  -F, --frequency HZ       sample HZ times per second instead of -c\n"
 "      --ringbuf-size BYTES BPF ring buffer size (default 8 MiB)\n"
+"      --no-native          Python frames only: do not copy and unwind the\n"
+"                           native stack (cheaper)\n"
+"      --native             merge native frames into the stacks (default)\n"
+"      --stack-bytes N      user stack bytes copied per sample for native\n"
+"                           unwinding (default 16384, at most 65536)\n"
 "  -v, --verbose            print counters and cache statistics\n"
 "  -q, --quiet              print errors only\n"
 "  -h, --help               this help\n"
@@ -94,7 +101,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_RINGBUF };
+enum { OPT_VERSION = 256, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -104,6 +111,9 @@ static const struct option long_opts[] = {
 	{ "sample-period", required_argument, NULL, 'c' },
 	{ "frequency", required_argument, NULL, 'F' },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "native", no_argument, NULL, OPT_NATIVE },
+	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
+	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -147,6 +157,23 @@ static int handle_opt(int c, struct config *cfg)
 		}
 		cfg->ringbuf_bytes = (uint32_t)v;
 		return 0;
+	case OPT_NATIVE:
+		if (!cfg->stack_bytes)
+			cfg->stack_bytes = DEFAULT_STACK;
+		return 0;
+	case OPT_NO_NATIVE:
+		cfg->stack_bytes = 0;
+		return 0;
+	case OPT_STACK_BYTES:
+		if (parse_u64("--stack-bytes", optarg, &v))
+			return -1;
+		if (v < 512 || v > PYPERF_MAX_STACK) {
+			fprintf(stderr, "pyperf-pprof: --stack-bytes must be between 512 and %u\n",
+				PYPERF_MAX_STACK);
+			return -1;
+		}
+		cfg->stack_bytes = (uint32_t)v & ~7u;
+		return 0;
 	case 'v':
 		cfg->verbose++;
 		return 0;
@@ -168,6 +195,7 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 	cfg->event = "cpu-clock";
 	cfg->sample_period = DEFAULT_PERIOD;
 	cfg->ringbuf_bytes = DEFAULT_RINGBUF;
+	cfg->stack_bytes = DEFAULT_STACK;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:d:o:e:c:F:vqh", long_opts, NULL)) != -1) {
 		if (c == 'h') {

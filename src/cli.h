@@ -16,6 +16,7 @@ struct config {
 	uint64_t sample_period;		/* events per sample; 0 when frequency set */
 	uint64_t frequency;		/* samples per second; 0 when period set */
 	uint32_t ringbuf_bytes;
+	uint32_t stack_bytes;		/* user stack copied per sample; 0: no native */
 	int verbose;
 	int quiet;
 	const char *cmdline;		/* the invocation, recorded in the profile */

@@ -108,6 +108,9 @@ FIELDS = [
     # Before 3.11 there is no co_qualname: the first local of a method
     # (self or cls) gives its class.
     ("walk.frame_localsplus", "u16", [(6, 10, off(FRAME_OBJ, "f_localsplus"))]),
+    # 3.11 marks the first frame of each eval-loop call with is_entry;
+    # 3.12+ pushes a C-stack shim frame instead (owner 3).
+    ("walk.frame_is_entry", "u16", [(11, 11, off(IFRAME, "is_entry"))]),
     ("walk.frame_kind", "enum", [(6, 10, const("PY_FRAMES_OBJECT")),
                                  (11, 12, const("PY_FRAMES_CFRAME")),
                                  (13, 13, const("PY_FRAMES_DIRECT"))]),

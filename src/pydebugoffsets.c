@@ -276,7 +276,7 @@ static int take_need(struct ctx *c, const struct need *n, struct py_layout *out)
 		return fail(c, "%s.%s = %llu is not aligned to %u bytes: table misread or corrupt",
 			    n->sect, n->field, (unsigned long long)v, n->width);
 	if (v + n->width > size)
-		return fail(c, "%s.%s (offset %llu, %u bytes) lies beyond %s.size %llu: the field is missing",
+		return fail(c, "%s.%s (offset %llu + %u) lies beyond %s.size %llu: the field is missing",
 			    n->sect, n->field, (unsigned long long)v, n->width, n->sect,
 			    (unsigned long long)size);
 	if (v >= limit)
@@ -369,7 +369,7 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 {
 	struct ctx c = { .buf = buf, .len = len, .err = err, .errlen = errlen };
 	struct py_layout l;
-	uint32_t hex;
+	uint32_t hex = 0;
 
 	if (read_header(&c, &hex) || check_anchors(&c))
 		return -1;

@@ -1,7 +1,8 @@
 /*
  * Version detection that does not trust file names alone: Py_Version
  * (3.11+) read from the target, else the PY_VERSION string inside the
- * ELF file, else the file name.
+ * ELF file, else the file name. The layout comes from the generated
+ * tables up to 3.12 and from the target's own _Py_DebugOffsets from 3.13.
  */
 #include "pyversion.h"
 
@@ -12,6 +13,7 @@
 
 #include "elffile.h"
 #include "proc.h"
+#include "pydebugoffsets.h"
 
 #define SCAN_MAX_BYTES (256u << 20)
 
@@ -181,6 +183,67 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 	return 0;
 }
 
+/* Copies the start of _PyRuntime; when the full read fails, a shorter
+ * copy (the parser says whether it is long enough). 0 if nothing reads. */
+static size_t read_runtime_head(pid_t pid, uint64_t addr, uint8_t *buf, size_t len)
+{
+	for (; len >= 64; len /= 2)
+		if (proc_read(pid, addr, buf, len) == 0)
+			return len;
+	return 0;
+}
+
+/* 3.13+: the target's own _Py_DebugOffsets, preferred to the generated
+ * table, which knows only the patch release it was generated from. */
+static int layout_from_runtime(pid_t pid, const struct candidate *c, struct py_target *t,
+			       char *err, size_t errlen)
+{
+	uint8_t buf[PY_DEBUG_OFFSETS_READ];
+	uint64_t addr = c->runtime_vaddr + c->bias;
+	char why[256];
+	uint32_t hex = 0;
+	size_t n;
+
+	if (!c->runtime_vaddr) {
+		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s, but _PyRuntime is not in its symbol tables",
+			 (int)pid, t->comm, t->major, t->minor, t->module);
+		return -1;
+	}
+	n = read_runtime_head(pid, addr, buf, sizeof(buf));
+	if (!n) {
+		snprintf(err, errlen, "pid %d (%s): cannot read _PyRuntime at 0x%llx in %s (run as root)",
+			 (int)pid, t->comm, (unsigned long long)addr, t->module);
+		return -1;
+	}
+	if (py_debug_offsets_parse(buf, n, &hex, &t->layout, why, sizeof(why))) {
+		snprintf(err, errlen, "pid %d (%s): %s", (int)pid, t->comm, why);
+		return -1;
+	}
+	if (hex >> 16 != t->version_hex >> 16) {
+		snprintf(err, errlen, "pid %d (%s): _Py_DebugOffsets of %s says Python %u.%u, the interpreter says %u.%u",
+			 (int)pid, t->comm, t->module, hex >> 24, hex >> 16 & 0xff, t->major, t->minor);
+		return -1;
+	}
+	return 0;
+}
+
+static int choose_layout(pid_t pid, const struct candidate *c, struct py_target *t,
+			 char *err, size_t errlen)
+{
+	const struct py_layout *layout;
+
+	if (t->major == 3 && t->minor >= PY_DEBUG_OFFSETS_MINOR)
+		return layout_from_runtime(pid, c, t, err, errlen);
+	layout = py_layout_find(t->major, t->minor);
+	if (!layout || t->major != 3) {
+		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), which pyperf-pprof does not support (supported: 3.6 and later)",
+			 (int)pid, t->comm, t->major, t->minor, t->micro, t->module);
+		return -1;
+	}
+	t->layout = *layout;
+	return 0;
+}
+
 static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 {
 	t->bpf.off = t->layout.walk;
@@ -194,7 +257,6 @@ int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen)
 {
 	struct proc_maps maps;
 	struct candidate c = { 0 };
-	const struct py_layout *layout;
 	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
@@ -217,18 +279,13 @@ int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen)
 			 (int)pid, t->comm, t->module);
 		goto out;
 	}
-	layout = py_layout_find(t->major, t->minor);
-	if (!layout || t->major != 3) {
-		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), which pyperf-pprof does not support (supported: 3.6 to 3.13)",
-			 (int)pid, t->comm, t->major, t->minor, t->micro, t->module);
+	if (choose_layout(pid, &c, t, err, errlen))
 		goto out;
-	}
 	if (!c.runtime_vaddr && !c.interp_head_vaddr) {
 		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s, but neither _PyRuntime nor interp_head is in its symbol tables (stripped 3.6?)",
 			 (int)pid, t->comm, t->major, t->minor, t->module);
 		goto out;
 	}
-	t->layout = *layout;
 	t->runtime_addr = c.runtime_vaddr ? c.runtime_vaddr + c.bias : 0;
 	fill_bpf_config(t, &c);
 	ret = 0;

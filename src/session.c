@@ -111,6 +111,8 @@ static int load_bpf(struct session *s)
 		return -1;
 	}
 	bpf_map__set_max_entries(s->skel->maps.events, s->cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(s->skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
+	s->skel->rodata->stack_bytes = s->cfg->stack_bytes;
 	err = pyperf_bpf__load(s->skel);
 	if (err) {
 		fprintf(stderr, "pyperf-pprof: cannot load the BPF program: %s (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE; the kernel needs BTF and bpf_loop, Linux 5.17+)\n",

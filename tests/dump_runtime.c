@@ -1,0 +1,202 @@
+/*
+ * dump_runtime PID [--raw]
+ *
+ * Finds _PyRuntime in a running CPython 3.13+ (its ELF symbol plus the load
+ * bias from /proc/PID/maps), copies the start of it with process_vm_readv
+ * and either writes the bytes to stdout (--raw) or parses them as
+ * _Py_DebugOffsets and compares the result field by field with the
+ * generated table entry of the same minor version, and with what
+ * pyversion_detect() hands the BPF program. One "ok ..." or "FAIL ..."
+ * line per check. Exit 0 all ok, 1 a check failed, 77 cannot test here
+ * (no permission, no generated entry), 2 usage or lookup error.
+ */
+#include "elffile.h"
+#include "proc.h"
+#include "pydebugoffsets.h"
+#include "pyoffsets.h"
+#include "pyversion.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLD(m, w) { #m, offsetof(struct py_layout, m), w }
+
+static const struct { const char *name; size_t off, width; } fields[] = {
+	FLD(runtime_interp_head, 4), FLD(runtime_gil_holder, 4),
+	FLD(walk.interp_tstate_head, 2), FLD(walk.ts_next, 2), FLD(walk.ts_frame, 2),
+	FLD(walk.cframe_current_frame, 2), FLD(walk.ts_thread_id, 2),
+	FLD(walk.ts_native_thread_id, 2), FLD(walk.frame_back, 2), FLD(walk.frame_code, 2),
+	FLD(walk.frame_lasti, 2), FLD(walk.frame_owner, 2), FLD(walk.frame_kind, 1),
+	FLD(walk.tid_kind, 1), FLD(walk.code_tag_mask, 1),
+	FLD(code.co_filename, 2), FLD(code.co_name, 2), FLD(code.co_qualname, 2),
+	FLD(code.co_firstlineno, 2), FLD(code.co_linetable, 2), FLD(code.co_code_adaptive, 2),
+	FLD(code.co_argcount, 2), FLD(code.co_varnames, 2), FLD(code.unicode_state, 2),
+	FLD(code.unicode_length, 2), FLD(code.unicode_ascii_size, 2),
+	FLD(code.unicode_compact_size, 2), FLD(code.bytes_size, 2), FLD(code.bytes_sval, 2),
+	FLD(code.tuple_items, 2), FLD(code.ob_type, 2), FLD(code.type_name, 2),
+};
+
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static unsigned failed;
+
+static uint32_t field(const struct py_layout *l, size_t i)
+{
+	const uint8_t *p = (const uint8_t *)l + fields[i].off;
+	uint32_t v32;
+	uint16_t v16;
+
+	if (fields[i].width == 4) {
+		memcpy(&v32, p, 4);
+		return v32;
+	}
+	if (fields[i].width == 2) {
+		memcpy(&v16, p, 2);
+		return v16;
+	}
+	return *p;
+}
+
+static void check(int cond, const char *what, uint64_t got, uint64_t want)
+{
+	if (cond)
+		printf("ok %s = %llu\n", what, (unsigned long long)got);
+	else
+		printf("FAIL %s = %llu, expected %llu\n", what, (unsigned long long)got,
+		       (unsigned long long)want);
+	failed += !cond;
+}
+
+/* Address of _PyRuntime: the first file mapped at offset 0 whose ELF
+ * symbols have it (libpython, or a statically linked python). */
+static uint64_t find_runtime(pid_t pid, char *module, size_t len)
+{
+	struct proc_maps maps;
+	uint64_t addr = 0;
+
+	if (proc_maps_read(pid, &maps))
+		return 0;
+	for (size_t i = 0; i < maps.n && !addr; i++) {
+		const struct proc_map *m = &maps.v[i];
+		struct elf_file *ef;
+		uint64_t sym, base;
+		char path[512];
+
+		if (m->offset || m->path[0] != '/' || !strstr(m->path, "python"))
+			continue;
+		proc_map_file(pid, m, path, sizeof(path));
+		ef = elf_file_open(path);
+		if (!ef)
+			continue;
+		if (!elf_file_symbol(ef, "_PyRuntime", &sym, NULL) && !elf_file_base_vaddr(ef, &base)) {
+			addr = sym + m->start - base;
+			snprintf(module, len, "%s", m->path);
+		}
+		elf_file_close(ef);
+	}
+	proc_maps_free(&maps);
+	return addr;
+}
+
+/* Copies the head of _PyRuntime, halving the length until a read works. */
+static size_t read_head(pid_t pid, uint64_t addr, uint8_t *buf, size_t len)
+{
+	for (; len >= 64; len /= 2)
+		if (proc_read(pid, addr, buf, len) == 0)
+			return len;
+	return 0;
+}
+
+static void compare(const char *label, const struct py_layout *got,
+		    const struct py_layout *want)
+{
+	char what[96];
+
+	for (size_t i = 0; i < NFIELDS; i++) {
+		snprintf(what, sizeof(what), "%s %s", label, fields[i].name);
+		check(field(got, i) == field(want, i), what, field(got, i), field(want, i));
+	}
+}
+
+/* What pyversion_detect() gives the BPF program must be the parsed table. */
+static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
+{
+	static struct py_target t;
+	char err[512];
+
+	if (pyversion_detect(pid, &t, err, sizeof(err))) {
+		printf("FAIL pyversion_detect: %s\n", err);
+		failed++;
+		return;
+	}
+	check(t.layout.source && strstr(t.layout.source, "_Py_DebugOffsets") != NULL,
+	      "pyversion_detect layout from _Py_DebugOffsets", 1, 1);
+	printf("# pyversion_detect: Python %u.%u.%u, layout source: %s\n", t.major, t.minor,
+	       t.micro, t.layout.source ? t.layout.source : "NULL");
+	check(t.runtime_addr == runtime, "pyversion_detect runtime_addr", t.runtime_addr, runtime);
+	check(t.bpf.interp_head_addr == runtime + l->runtime_interp_head,
+	      "bpf interp_head_addr", t.bpf.interp_head_addr, runtime + l->runtime_interp_head);
+	check(memcmp(&t.bpf.off, &l->walk, sizeof(l->walk)) == 0, "bpf walk offsets identical", 1, 1);
+	compare("detect vs parse:", &t.layout, l);
+}
+
+static int run(pid_t pid, int raw)
+{
+	static uint8_t buf[PY_DEBUG_OFFSETS_READ];
+	const struct py_layout *gen;
+	struct py_layout l;
+	char module[256], err[256];
+	uint32_t hex;
+	uint64_t addr = find_runtime(pid, module, sizeof(module));
+	size_t n;
+
+	if (!addr) {
+		fprintf(stderr, "dump_runtime: no _PyRuntime symbol in the python files mapped by pid %d\n",
+			(int)pid);
+		return 2;
+	}
+	n = read_head(pid, addr, buf, sizeof(buf));
+	if (!n) {
+		printf("SKIP cannot read pid %d at 0x%llx: %s\n", (int)pid,
+		       (unsigned long long)addr, strerror(errno));
+		return errno == EPERM || errno == EACCES ? 77 : 2;
+	}
+	if (raw)
+		return fwrite(buf, 1, n, stdout) == n ? 0 : 2;
+	printf("# %s: _PyRuntime at 0x%llx, %zu bytes read\n", module, (unsigned long long)addr, n);
+	if (py_debug_offsets_parse(buf, n, &hex, &l, err, sizeof(err))) {
+		printf("FAIL parse: %s\n", err);
+		return 1;
+	}
+	printf("ok parse: Python 0x%08x, %s\n", hex, l.source);
+	gen = py_layout_find(hex >> 24, hex >> 16 & 0xff);
+	if (gen)
+		compare("debug offsets vs generated:", &l, gen);
+	else
+		printf("# no generated table entry for %u.%u: nothing to compare with\n",
+		       hex >> 24, hex >> 16 & 0xff);
+	check_detect(pid, addr, &l);
+	if (failed)
+		return 1;
+	return gen ? 0 : 77;
+}
+
+int main(int argc, char **argv)
+{
+	char *end;
+	long pid;
+
+	if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--raw"))) {
+		fprintf(stderr, "usage: dump_runtime PID [--raw]\n");
+		return 2;
+	}
+	pid = strtol(argv[1], &end, 10);
+	if (*end || pid <= 0) {
+		fprintf(stderr, "dump_runtime: bad pid %s\n", argv[1]);
+		return 2;
+	}
+	return run((pid_t)pid, argc == 3);
+}
