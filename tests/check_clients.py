@@ -172,7 +172,7 @@ def check_raw_and_tags(c):
         ftotal = sum(s["values"][-1] for s in fprof.samples)
         print("    -tagfocus %-28s -> %d samples, total %d%s" % (
             expr, len(fprof.samples), ftotal,
-            " (%s)" % err.strip() if err.strip() else ""))
+            " (%s)" % "; ".join(err.split("\n")).strip("; ") if err.strip() else ""))
         if keeps_all:
             c.expect(len(fprof.samples) == len(prof.samples) and ftotal == total,
                      "-tagfocus %s kept %d of %d samples" % (expr, len(fprof.samples), len(prof.samples)))
