@@ -26,6 +26,8 @@ static void usage(FILE *f)
 "  -d, --duration MS        sampling time in milliseconds, 0 = until Ctrl-C\n"
 "                           (default 1000)\n"
 "  -o, --out FILE           output file (default profile.pb.gz)\n"
+"      --format FORMAT      pprof (gzip-compressed protobuf, default) or\n"
+"                           collapsed (folded stacks for flamegraph.pl)\n"
 "  -e, --event NAME         cpu-clock (default), task-clock, or cycles\n"
 "                           (cycles falls back to cpu-clock where the CPU\n"
 "                           has no hardware counters)\n"
@@ -101,7 +103,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
+enum { OPT_VERSION = 256, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -110,6 +112,7 @@ static const struct option long_opts[] = {
 	{ "event", required_argument, NULL, 'e' },
 	{ "sample-period", required_argument, NULL, 'c' },
 	{ "frequency", required_argument, NULL, 'F' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
@@ -156,6 +159,17 @@ static int handle_opt(int c, struct config *cfg)
 			return -1;
 		}
 		cfg->ringbuf_bytes = (uint32_t)v;
+		return 0;
+	case OPT_FORMAT:
+		if (strcmp(optarg, "pprof") == 0) {
+			cfg->format = FORMAT_PPROF;
+		} else if (strcmp(optarg, "collapsed") == 0) {
+			cfg->format = FORMAT_COLLAPSED;
+		} else {
+			fprintf(stderr, "pyperf-pprof: --format must be pprof or collapsed, got '%s'\n",
+				optarg);
+			return -1;
+		}
 		return 0;
 	case OPT_NATIVE:
 		if (!cfg->stack_bytes)

@@ -20,7 +20,10 @@ struct config {
 	int verbose;
 	int quiet;
 	const char *cmdline;		/* the invocation, recorded in the profile */
+	int format;			/* enum out_format */
 };
+
+enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };
 
 enum cli_result { CLI_RUN = 0, CLI_EXIT_OK = 1, CLI_ERROR = -1 };
 

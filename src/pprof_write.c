@@ -479,6 +479,23 @@ int pprof_write_file(const struct profile *p, const char *path, char *err,
 	return ret;
 }
 
+int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
+			 char *err, size_t errlen)
+{
+	char *dir, *tmpl;
+	int ret;
+
+	if (tmp_names(path, &dir, &tmpl)) {
+		set_err(err, errlen, "cannot write %s: %s", path,
+			strerror(errno));
+		return -1;
+	}
+	ret = install(path, dir, tmpl, buf, len, err, errlen);
+	free(dir);
+	free(tmpl);
+	return ret;
+}
+
 int pprof_check_writable(const char *path, char *err, size_t errlen)
 {
 	char *dir, *tmpl;

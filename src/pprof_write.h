@@ -36,4 +36,8 @@ int pprof_encode(const struct profile *p, int gzip, uint8_t **out,
  */
 int pprof_check_writable(const char *path, char *err, size_t errlen);
 
+/* The same atomic temp-file-and-rename write, for other output formats. */
+int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
+			 char *err, size_t errlen);
+
 #endif /* PPROF_WRITE_H */

@@ -58,6 +58,25 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 	return 0;
 }
 
+static void count_thread(struct sample_sink *k, uint32_t tid)
+{
+	uint32_t h = tid * 2654435761u;
+
+	if (!tid || k->n.threads >= TID_SET_SIZE / 2)
+		return;		/* keep the table half empty: probes stay short */
+	for (uint32_t i = 0; i < TID_SET_SIZE; i++) {
+		uint32_t *slot = &k->tids[(h + i) % TID_SET_SIZE];
+
+		if (*slot == tid)
+			return;
+		if (!*slot) {
+			*slot = tid;
+			k->n.threads++;
+			return;
+		}
+	}
+}
+
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size)
 {
@@ -74,6 +93,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		k->n.malformed++;
 		return 0;
 	}
+	count_thread(k, s->h.tid);
 	if (python_frames(k, t, s, &n))
 		return -1;
 	if (s->h.nframes > k->n.max_depth)

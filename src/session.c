@@ -23,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "collapsed.h"
 #include "pprof_write.h"
 #include "proc.h"
 #include "profile.h"
@@ -48,6 +49,8 @@ struct session {
 	uint64_t bpf_stats[STAT__COUNT];
 	struct timespec t0;
 	int64_t time_nanos;
+	int status_line;		/* live status on a terminal */
+	int64_t last_status;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -266,6 +269,27 @@ static int64_t elapsed_ns(const struct session *s)
 	return (int64_t)(now.tv_sec - s->t0.tv_sec) * 1000000000LL + (now.tv_nsec - s->t0.tv_nsec);
 }
 
+static void read_bpf_stats(struct session *s);
+
+/* One-line live status, redrawn in place at most twice a second. */
+static void show_status(struct session *s, int final)
+{
+	int64_t now = elapsed_ns(s);
+
+	if (!s->status_line || (!final && now - s->last_status < 500000000LL))
+		return;
+	s->last_status = now;
+	read_bpf_stats(s);
+	fprintf(stderr, "\r\033[K%.1fs", now / 1e9);
+	if (s->cfg->duration_ms)
+		fprintf(stderr, "/%.1fs", s->cfg->duration_ms / 1e3);
+	fprintf(stderr, "  samples %" PRIu64 "  processes %d  threads %" PRIu64
+		"  lost %" PRIu64 "  errors %" PRIu64 "%s",
+		s->sink.n.records, s->ntargets, s->sink.n.threads, s->bpf_stats[STAT_LOST],
+		s->sink.n.bad_frames + s->sink.n.read_errors + s->sink.n.malformed,
+		final ? "\n" : "");
+}
+
 static int poll_loop(struct session *s)
 {
 	int64_t limit = (int64_t)s->cfg->duration_ms * 1000000LL;
@@ -280,6 +304,7 @@ static int poll_loop(struct session *s)
 
 		if (r < 0 && r != -EINTR)
 			return r == -ENOMEM ? 0 : -1;
+		show_status(s, 0);
 		if (!any_target_alive(s)) {
 			say(s, "pyperf-pprof: target exited; writing what was collected\n");
 			break;
@@ -309,6 +334,7 @@ static void read_bpf_stats(struct session *s)
 		if (bpf_map__lookup_elem(s->skel->maps.stats, &k, sizeof(k), vals,
 					 sizeof(*vals) * (size_t)ncpu, 0))
 			continue;
+		s->bpf_stats[k] = 0;
 		for (int c = 0; c < ncpu; c++)
 			s->bpf_stats[k] += vals[c];
 	}
@@ -358,12 +384,17 @@ static int setup_profile(struct session *s)
 
 static void print_summary(struct session *s)
 {
+	const struct sample_counts *n = &s->sink.n;
 	struct pysym_stats ps;
 
-	say(s, "pyperf-pprof: %" PRIu64 " samples (%zu distinct), %" PRIu64 " lost, %" PRIu64
-	    " without Python stack, %" PRIu64 " truncated, %" PRIu64 " unreadable frames\n",
-	    s->sink.n.records, profile_sample_count(s->sink.prof), s->bpf_stats[STAT_LOST],
-	    s->sink.n.no_python, s->sink.n.truncated, s->sink.n.bad_frames);
+	say(s, "pyperf-pprof: %" PRIu64 " samples (%zu distinct stacks) from %d process%s, %"
+	    PRIu64 " thread%s; lost %" PRIu64 "\n", n->records,
+	    profile_sample_count(s->sink.prof), s->ntargets, s->ntargets == 1 ? "" : "es",
+	    n->threads, n->threads == 1 ? "" : "s", s->bpf_stats[STAT_LOST]);
+	say(s, "pyperf-pprof: errors: %" PRIu64 " without Python stack, %" PRIu64
+	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " partial reads, %"
+	    PRIu64 " malformed records\n", n->no_python, n->truncated, n->bad_frames,
+	    n->read_errors, n->malformed);
 	if (!s->cfg->verbose)
 		return;
 	pysym_get_stats(s->sink.syms, &ps);
@@ -377,20 +408,42 @@ static void print_summary(struct session *s)
 		ps.errors);
 }
 
+static int write_output(struct session *s, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	if (s->cfg->format == FORMAT_PPROF)
+		return pprof_write_file(s->sink.prof, s->cfg->out, err, errlen);
+	if (collapsed_encode(s->sink.prof, &text, &len)) {
+		snprintf(err, errlen, "cannot encode %s: out of memory", s->cfg->out);
+		return -1;
+	}
+	r = pprof_install_buffer(s->cfg->out, (const uint8_t *)text, len, err, errlen);
+	free(text);
+	return r;
+}
+
 static int write_profile(struct session *s)
 {
 	char err[512];
 
 	read_bpf_stats(s);
+	show_status(s, 1);
 	add_comments(s);
 	profile_set_time(s->sink.prof, s->time_nanos, elapsed_ns(s));
 	print_summary(s);
-	if (pprof_write_file(s->sink.prof, s->cfg->out, err, sizeof(err))) {
+	if (write_output(s, err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
-	say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -top %s\n", s->cfg->out,
-	    s->cfg->out);
+	if (s->cfg->format == FORMAT_PPROF)
+		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
+		    s->cfg->out, s->cfg->out);
+	else
+		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
+		    s->cfg->out, s->cfg->out);
 	return 0;
 }
 
@@ -438,6 +491,7 @@ int session_run(const struct config *cfg)
 	clock_gettime(CLOCK_REALTIME, &real);
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	s->time_nanos = (int64_t)real.tv_sec * 1000000000LL + real.tv_nsec;
+	s->status_line = !cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s\n", cfg->event,
 	    cfg->frequency ? 1000000000ULL / cfg->frequency : cfg->sample_period,
 	    cfg->frequency ? " ns (frequency mode)" : " events", s->nevents,
