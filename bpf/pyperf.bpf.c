@@ -193,8 +193,9 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	c->frame = back;
 	/* C-stack shim frames (3.12+) carry no Python code but mark where an
 	 * eval-loop call began: the frame recorded before it is its outermost.
-	 * 3.11's owner values stop at 2, so the test is safe there too. */
-	if (owner == PY_FRAME_OWNED_BY_CSTACK) {
+	 * 3.11's owner values stop at 2, so the test is safe there too; 3.14
+	 * renamed 3 to FRAME_OWNED_BY_INTERPRETER and added 4. */
+	if (owner >= PY_FRAME_OWNED_BY_CSTACK) {
 		if (n > 0 && n <= PYPERF_MAX_FRAMES)
 			c->s->frames[n - 1].flags |= FRAME_F_ENTRY;
 		return 0;

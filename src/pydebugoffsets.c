@@ -275,7 +275,7 @@ static int take_need(struct ctx *c, const struct need *n, struct py_layout *out)
 	if (v % n->width)
 		return fail(c, "%s.%s = %llu is not aligned to %u bytes: table misread or corrupt",
 			    n->sect, n->field, (unsigned long long)v, n->width);
-	if (v + n->width > size)
+	if (v > size - n->width)	/* size >= 8 >= width */
 		return fail(c, "%s.%s (offset %llu + %u) lies beyond %s.size %llu: the field is missing",
 			    n->sect, n->field, (unsigned long long)v, n->width, n->sect,
 			    (unsigned long long)size);
@@ -325,7 +325,7 @@ static int derive_unicode(struct ctx *c, struct py_layout *out)
 	if (table_value(c, "unicode_object", "asciiobject_size", &a, &size))
 		return -1;
 	if (a % 8 || a < (uint64_t)o->unicode_state + 4 || a < (uint64_t)o->unicode_length + 8 ||
-	    a + 16 > size)
+	    a >= size || size - a < 16)
 		return fail(c, "unicode_object.asciiobject_size %llu is implausible (state at %u, length at %u, sizeof(PyUnicodeObject) %llu)",
 			    (unsigned long long)a, o->unicode_state, o->unicode_length,
 			    (unsigned long long)size);
@@ -337,7 +337,7 @@ static int derive_unicode(struct ctx *c, struct py_layout *out)
 /* Cookie, version and build of the table; picks the sequence to read. */
 static int read_header(struct ctx *c, uint32_t *version_hex)
 {
-	uint64_t version, ft;
+	uint64_t version = 0, ft = 0;
 	unsigned minor;
 
 	if (c->len < SLOT_SECTIONS * 8)
@@ -373,15 +373,19 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 
 	if (read_header(&c, &hex) || check_anchors(&c))
 		return -1;
-	memset(&l, 0, sizeof(l));
+	/* Every offset the table does not give is absent: 0xffff is
+	 * PYPERF_NO_FIELD and 0xffffffff PY_NO_FIELD32. 3.13+ have no cframe,
+	 * no gilstate holder, no co_varnames, and need neither the frame's
+	 * first local (<=3.10) nor is_entry (3.11): their eval-loop entry
+	 * frames are shims with owner 3 (FRAME_OWNED_BY_CSTACK in 3.13,
+	 * FRAME_OWNED_BY_INTERPRETER in 3.14). */
+	memset(&l, 0xff, sizeof(l));
+	memset(l.walk._pad, 0, sizeof(l.walk._pad));
 	l.version_hex = hex;
 	l.source = c.guessed ? c.f->guessed : c.f->source;
-	l.runtime_gil_holder = PY_NO_FIELD32;
-	l.walk.cframe_current_frame = PYPERF_NO_FIELD;
 	l.walk.frame_kind = PY_FRAMES_DIRECT;
 	l.walk.tid_kind = PY_TID_NATIVE;
 	l.walk.code_tag_mask = c.f->code_tag_mask;
-	l.code.co_varnames = PYPERF_NO_FIELD;
 	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
 		if (take_need(&c, &needs[i], &l))
 			return -1;

@@ -179,7 +179,8 @@ static const struct { const char *name; size_t off, width; } fields[] = {
 	FLD(walk.interp_tstate_head, 2), FLD(walk.ts_next, 2), FLD(walk.ts_frame, 2),
 	FLD(walk.cframe_current_frame, 2), FLD(walk.ts_thread_id, 2),
 	FLD(walk.ts_native_thread_id, 2), FLD(walk.frame_back, 2), FLD(walk.frame_code, 2),
-	FLD(walk.frame_lasti, 2), FLD(walk.frame_owner, 2), FLD(walk.frame_kind, 1),
+	FLD(walk.frame_lasti, 2), FLD(walk.frame_owner, 2), FLD(walk.frame_localsplus, 2),
+	FLD(walk.frame_is_entry, 2), FLD(walk.frame_kind, 1),
 	FLD(walk.tid_kind, 1), FLD(walk.code_tag_mask, 1),
 	FLD(code.co_filename, 2), FLD(code.co_name, 2), FLD(code.co_qualname, 2),
 	FLD(code.co_firstlineno, 2), FLD(code.co_linetable, 2), FLD(code.co_code_adaptive, 2),
@@ -245,7 +246,9 @@ static void check_314_values(struct results *r, const char *what, const struct p
 	check(r, w->frame_back == t->interpreter_frame.previous &&
 	      w->frame_code == t->interpreter_frame.executable &&
 	      w->frame_lasti == t->interpreter_frame.instr_ptr &&
-	      w->frame_owner == t->interpreter_frame.owner, "%s frame offsets", what);
+	      w->frame_owner == t->interpreter_frame.owner &&
+	      w->frame_localsplus == PYPERF_NO_FIELD && w->frame_is_entry == PYPERF_NO_FIELD &&
+	      !w->_pad[0] && !w->_pad[1] && !w->_pad[2], "%s frame offsets", what);
 	check(r, w->frame_kind == PY_FRAMES_DIRECT && w->tid_kind == PY_TID_NATIVE &&
 	      w->code_tag_mask == 3, "%s kinds, code_tag_mask %u", what, w->code_tag_mask);
 	check(r, c->co_filename == t->code_object.filename && c->co_name == t->code_object.name &&

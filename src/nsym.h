@@ -1,0 +1,83 @@
+/*
+ * Native symbolization: a program counter of a target process -> function
+ * name, object file, build-id and mapping, from the object's ELF .symtab
+ * and .dynsym or, for a stripped file, its separate debug file (build-id
+ * path, .gnu_debuglink). Files are read through /proc/PID/map_files (which
+ * still opens deleted or replaced files) or /proc/PID/root (the target's
+ * mount namespace). Per object file a sorted symbol array is cached, keyed
+ * by build-id or file identity, bounded in count and bytes, LRU-evicted.
+ *
+ * Not thread-safe: one context per thread.
+ */
+#ifndef NSYM_H
+#define NSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSYM_BUILD_ID_MAX	64	/* bytes */
+
+enum nsym_status {
+	NSYM_OK = 0,		/* name is set */
+	NSYM_NO_SYMBOL,		/* object known (path, build-id, vaddr), no symbol */
+	NSYM_NO_FILE,		/* mapping known, its file unreadable or anonymous */
+	NSYM_NO_MAPPING,	/* pc is in no mapping of the process */
+};
+
+struct nsym_result {
+	enum nsym_status status;
+	/* The strings below stay valid until the next nsym_* call. */
+	const char *name;	/* function; .cold/.part.N/... clone suffixes
+				 * stripped; NULL unless NSYM_OK */
+	const char *path;	/* object as the target names it, without
+				 * " (deleted)"; "" for anonymous memory */
+	const char *build_id;	/* lowercase hex; "" if none */
+	int deleted;		/* the mapped file was deleted */
+	int from_debug_file;	/* the symbol came from a separate debug file */
+	uint64_t map_start, map_limit, map_offset;	/* for pprof Mapping */
+	uint64_t file_vaddr;	/* link-time address of pc in the object */
+	uint64_t sym_vaddr;	/* link-time address of the symbol (NSYM_OK) */
+};
+
+struct nsym_opts {
+	size_t max_objects;	/* object files cached; 0: 256 */
+	size_t max_bytes;	/* symbol tables cached, bytes; 0: 256 MiB */
+	size_t max_procs;	/* processes whose maps are cached; 0: 64 */
+};
+
+struct nsym_stats {
+	uint64_t lookups, found, no_symbol, no_file, no_mapping;
+	uint64_t obj_hits, obj_misses;	/* object found cached / loaded */
+	uint64_t obj_evictions, obj_failures;
+	uint64_t debug_files;		/* separate debug files used */
+	uint64_t symbols;		/* symbols held now */
+	uint64_t bytes;			/* bytes held now */
+	uint64_t proc_hits, proc_misses, proc_evictions;
+	uint64_t maps_reads;
+};
+
+struct nsym_ctx;
+
+/* opts may be NULL for the defaults. NULL on allocation failure. */
+struct nsym_ctx *nsym_ctx_new(const struct nsym_opts *opts);
+void nsym_ctx_free(struct nsym_ctx *c);
+
+/*
+ * Resolves pc in process pid; returns out->status. For a return address
+ * (pcs[i > 0] from unwind_stack) pass pc - 1, so a call that ends a
+ * function is not attributed to the next one.
+ */
+int nsym_resolve(struct nsym_ctx *c, int pid, uint64_t pc, struct nsym_result *out);
+
+/* Drops the cached maps of a process that exited. */
+void nsym_forget_pid(struct nsym_ctx *c, int pid);
+
+const struct nsym_stats *nsym_get_stats(const struct nsym_ctx *c);
+
+/* Length of name without the suffixes GCC and LLVM add to clones and split
+ * parts (".cold", ".part.N", ".isra.N", ".constprop.N", ".lto_priv.N",
+ * ".localalias", ".llvm.N", in any combination), so they resolve to the
+ * parent function. Never 0 for a non-empty name. */
+size_t nsym_base_len(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * Native (C) stack unwinding of a sampled thread from a copy of its
+ * registers and the top of its user stack, with libunwind's remote API and
+ * the DWARF CFI of the target's object files (.eh_frame_hdr, else
+ * .debug_frame of the file or of its separate debug file). The target is
+ * never stopped and never written to: memory is served from the copied
+ * stack, then from our own read-only copy of the object files for their
+ * read-only mappings, and only then read from the live target.
+ *
+ * Not thread-safe: one context per thread.
+ */
+#ifndef UNWIND_H
+#define UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* x86_64 user registers, in the order of enum pyperf_reg (bpf/pyperf.h). */
+enum unwind_reg {
+	UNWIND_REG_RIP,
+	UNWIND_REG_RSP,
+	UNWIND_REG_RBP,
+	UNWIND_REG_RBX,
+	UNWIND_REG_R12,
+	UNWIND_REG_R13,
+	UNWIND_REG_R14,
+	UNWIND_REG_R15,
+	UNWIND_REG_RAX,
+	UNWIND_REG_RCX,
+	UNWIND_REG_RDX,
+	UNWIND_REG_RSI,
+	UNWIND_REG_RDI,
+	UNWIND_REG_R8,
+	UNWIND_REG_R9,
+	UNWIND_REG_R10,
+	UNWIND_REG_R11,
+	UNWIND_REG_COUNT
+};
+
+#define UNWIND_MAX_FRAMES	256		/* frames per stack, at most */
+#define UNWIND_MAX_STACK	(1u << 20)	/* larger stack copies are refused */
+
+struct unwind_input {
+	int pid;				/* tgid: whose maps and files */
+	uint64_t regs[UNWIND_REG_COUNT];
+	const uint8_t *stack;			/* copy of the user stack ... */
+	uint32_t stack_len;			/* ... this many bytes ... */
+	uint64_t stack_addr;			/* ... from this address (rsp) */
+};
+
+/* Why unwind_stack() stopped. */
+enum unwind_end {
+	UNWIND_END_OUTERMOST = 0,	/* reached the outermost frame */
+	UNWIND_END_MAX,			/* max frames written */
+	UNWIND_END_NO_INFO,		/* no CFI and no plausible frame pointer */
+	UNWIND_END_BAD_FRAME,		/* sp did not grow, pc not in code, ... */
+	UNWIND_END_READ,		/* memory the next step needs is unreadable */
+};
+
+struct unwind_opts {
+	size_t max_objects;	/* object files cached; 0: 256 */
+	size_t max_procs;	/* processes cached (maps, libunwind state); 0: 64 */
+	int no_fp_fallback;	/* 1: DWARF only, no frame-pointer steps */
+	int no_target_reads;	/* 1: never read the live target's memory */
+};
+
+struct unwind_stats {
+	uint64_t stacks, frames;
+	uint64_t frames_dwarf;		/* steps taken with CFI */
+	uint64_t frames_fp;		/* steps taken with the frame pointer */
+	uint64_t end_outermost, end_max, end_no_info, end_bad_frame, end_read;
+	uint64_t obj_hits, obj_misses;	/* object file found cached / loaded */
+	uint64_t obj_evictions, obj_failures;
+	uint64_t debug_frame_tables;	/* .debug_frame sections indexed */
+	uint64_t proc_hits, proc_misses, proc_evictions;
+	uint64_t maps_reads;		/* /proc/PID/maps (re)reads */
+	uint64_t mem_stack, mem_file;	/* word reads served from copies */
+	uint64_t mem_target, mem_failed;	/* ... from the target / not at all */
+};
+
+struct unwind_ctx;
+
+/* opts may be NULL for the defaults. NULL on allocation failure. */
+struct unwind_ctx *unwind_ctx_new(const struct unwind_opts *opts);
+void unwind_ctx_free(struct unwind_ctx *u);
+
+/*
+ * Unwinds in->regs over in->stack. Writes at most max (and at most
+ * UNWIND_MAX_FRAMES) program counters to pcs, leaf first, and their number
+ * to *n. pcs[0] is the sampled rip; pcs[i > 0] are return addresses, so
+ * symbolize pcs[i] - 1 for them. Returns an enum unwind_end (>= 0; *n may
+ * be > 0 whatever it is), or -1 if the arguments are invalid.
+ */
+int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
+		 uint64_t *pcs, size_t max, size_t *n);
+
+/* Drops what is cached for a process (call it when the process exits:
+ * a reused PID would otherwise see stale maps until a miss). */
+void unwind_forget_pid(struct unwind_ctx *u, int pid);
+
+const struct unwind_stats *unwind_get_stats(const struct unwind_ctx *u);
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Our profile in speedscope in a real browser (issue 9): profiles
+# tests/workloads/ratio.py, serves speedscope's built app (npm package
+# "speedscope", pinned in tests/node/package.json) and the profile from
+# localhost, opens them in Debian's Chromium through playwright-core and
+# checks the Sandwich view (tests/speedscope_test.js). Leaves a screenshot
+# in tests/artifacts/speedscope-sandwich.png.
+# Exit codes follow automake: 0 pass, 1 fail, 77 skip (with a reason).
+set -u
+name=speedscope
+. "${TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}/tests/client-common.sh"
+: "${CHROMIUM:=/usr/bin/chromium}"
+: "${NODE:=node}"
+: "${NODE_DIR:=$TOP_SRCDIR/tests/node}"
+: "${ARTIFACTS:=$(pwd)/tests/artifacts}"
+
+[ -x "$CHROMIUM" ] || skip "$CHROMIUM not installed (Debian package chromium)"
+need_profiling
+command -v "$NODE" >/dev/null 2>&1 || fail "node not installed (Debian packages nodejs npm)"
+for m in speedscope/dist/release/index.html playwright-core/package.json; do
+	[ -f "$NODE_DIR/node_modules/$m" ] ||
+		fail "$NODE_DIR/node_modules/$m missing: run npm ci --prefix $NODE_DIR"
+done
+make_workdir
+profile_ratio "$work/profile.pb.gz"
+"$NODE" "$TOP_SRCDIR/tests/speedscope_test.js" --profile "$work/profile.pb.gz" \
+	--node-dir "$NODE_DIR" --chromium "$CHROMIUM" \
+	--workload "$TOP_SRCDIR/tests/workloads/ratio.py" \
+	--screenshot "$ARTIFACTS/speedscope-sandwich.png" ||
+	fail "speedscope checks failed"
+echo "PASS $name"
