@@ -79,6 +79,17 @@ def check_deep(prof, args, errors):
         errors.append("only %.1f%% of samples have all 151 recurse frames" % (100.0 * full / max(total, 1)))
 
 
+def check_truncated(prof, args, errors):
+    # 1100-deep recursion: the walk stops at 1024 Python frames and says so.
+    total = weight_where(prof, lambda n, f: True)
+    cut = weight_where(prof, lambda n, f: n[:1] == ["bottom"] and n[-1] == "[truncated]"
+                       and len(n) == 1025)
+    print("stacks cut at 1024 frames with [truncated]: %.1f%%" % (100.0 * cut / max(total, 1)))
+    if cut < 0.9 * total:
+        errors.append("only %.1f%% of samples end in [truncated] after 1024 frames"
+                      % (100.0 * cut / max(total, 1)))
+
+
 def check_threads(prof, args, errors):
     total = weight_where(prof, lambda n, f: True)
     missing = []
@@ -116,7 +127,7 @@ def main():
     ap.add_argument("--go", default="go")
     ap.add_argument("--workload", required=True)
     ap.add_argument("--scenario", default="ratio",
-                    choices=("ratio", "methods", "deep", "threads"))
+                    choices=("ratio", "methods", "deep", "threads", "truncated"))
     ap.add_argument("profile")
     args = ap.parse_args()
     prof = pprof_raw.run_raw(args.profile, args.go)

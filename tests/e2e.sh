@@ -11,7 +11,7 @@ interp=$(eval echo "$(cat "$case_file")")
 : "${PYPERF:=./pyperf-pprof}"
 : "${GO:=go}"
 : "${PYTHON3:=/usr/bin/python3}"
-SCENARIOS=${SCENARIOS:-ratio methods deep threads}
+SCENARIOS=${SCENARIOS:-ratio methods deep threads truncated}
 
 skip() { echo "SKIP $name: $*"; exit 77; }
 
@@ -25,10 +25,10 @@ pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 failed=0
 
-# run_scenario NAME WORKLOAD DURATION_MS
+# run_scenario NAME WORKLOAD DURATION_MS [WORKLOAD ARGS]
 run_scenario() {
 	out="$work/$1.pb.gz"
-	"$interp" "$TOP_SRCDIR/tests/workloads/$2" 60 > "$work/ready" &
+	"$interp" "$TOP_SRCDIR/tests/workloads/$2" 60 ${4:-} > "$work/ready" &
 	pid=$!
 	i=0
 	until grep -q ready "$work/ready" 2>/dev/null; do
@@ -59,6 +59,7 @@ for s in $SCENARIOS; do
 	methods) run_scenario methods methods.py 1500 ;;
 	deep) run_scenario deep deep.py 1000 ;;
 	threads) run_scenario threads threads.py 2000 ;;
+	truncated) run_scenario truncated deep.py 1000 1100 ;;
 	esac
 done
 exit $failed

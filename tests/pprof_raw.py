@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 
-LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) M=(\d+) ?(.*)$")
+LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-f]+) (?:M=(\d+) ?)?(.*)$")
 LINE_RE = re.compile(r"^\s*(.*?) (\S*):(\d+) s=(\d+)(\(.*\))?$")
 SAMPLE_RE = re.compile(r"^\s*([\d ]+?): ([\d ]+)\s*$")
 LABEL_RE = re.compile(r"(\w+):\[([^\]]*)\]")

@@ -1,5 +1,5 @@
-# A 150-deep recursion that spins at the bottom: every frame must be in
-# the profile.
+# A 150-deep (or argv[2]-deep) recursion that spins at the bottom: every
+# frame must be in the profile, or the cut marked with [truncated].
 import sys
 import time
 
@@ -22,9 +22,11 @@ def recurse(n, end):
 
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
+    depth = int(sys.argv[2]) if len(sys.argv) > 2 else DEPTH
+    sys.setrecursionlimit(depth + 100)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    recurse(DEPTH, time.time() + seconds)
+    recurse(depth, time.time() + seconds)
 
 
 if __name__ == "__main__":
