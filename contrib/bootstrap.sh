@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="autoconf automake libtool pkg-config make gcc clang llvm \
 libbpf-dev bpftool protobuf-c-compiler libprotobuf-c-dev libelf-dev \
-libunwind-dev zlib1g-dev golang-go python3 gdb"
+libunwind-dev zlib1g-dev golang-go python3 gdb util-linux"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bootstrap: run as root (apt-get install, BPF and perf events need it)" >&2

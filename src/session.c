@@ -25,6 +25,7 @@
 
 #include "collapsed.h"
 #include "pprof_write.h"
+#include "preflight.h"
 #include "proc.h"
 #include "profile.h"
 #include "pysym.h"
@@ -480,6 +481,10 @@ int session_run(const struct config *cfg)
 	libbpf_print((enum libbpf_print_level)cfg->verbose, NULL, NULL);
 	libbpf_set_print(libbpf_print);
 	install_signals();
+	if (preflight_check(err, sizeof(err))) {
+		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		goto out;
+	}
 	if (find_targets(s))
 		goto out;
 	if (pprof_check_writable(cfg->out, err, sizeof(err))) {

@@ -13,7 +13,8 @@ pids=
 expect() {
 	name=$1 re=$2
 	shift 3
-	out=$("$PYPERF" "$@" 2>&1)
+	# shellcheck disable=SC2086
+	out=$($PYPERF "$@" 2>&1)
 	rc=$?
 	echo "$name: exit $rc: $out"
 	if [ $rc = 0 ] || ! printf '%s\n' "$out" | grep -Eq "$re"; then
@@ -38,5 +39,11 @@ expect no-such-pid 'no such process' -- --pid 4000000 -d 500 -o /tmp/x.pb.gz
 sleep 0.3
 expect unwritable-out 'cannot .*/nonexistent-dir' -- --pid $! -d 500 -o /nonexistent-dir/p.pb.gz
 expect bad-option 'expects a process id' -- --pid abc
+PYPERF_REAL=$PYPERF
+PYPERF="setpriv --bounding-set=-sys_ptrace $PYPERF_REAL"
+expect no-ptrace-cap 'missing CAP_SYS_PTRACE' -- --pid $! -d 500 -o /tmp/x.pb.gz
+PYPERF="setpriv --reuid=65534 --regid=65534 --clear-groups $PYPERF_REAL"
+expect unprivileged 'missing CAP_BPF, CAP_PERFMON' -- --pid $! -d 500 -o /tmp/x.pb.gz
+PYPERF=$PYPERF_REAL
 kill $pids 2>/dev/null
 exit $failed

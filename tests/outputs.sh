@@ -1,0 +1,50 @@
+#!/bin/sh
+# Nothing collected is lost: SIGINT and SIGTERM during an open-ended capture
+# (-d 0) still write the profile; a full disk is reported, leaves no
+# temporary file and no truncated profile behind, and exits non-zero.
+set -u
+: "${PYPERF:=./pyperf-pprof}"
+: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${GO:=go}"
+py=/usr/bin/python3.11
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF and mount"; exit 77; }
+[ -x $py ] || { echo "SKIP: $py not present"; exit 77; }
+work=$(mktemp -d /tmp/pyperf-outputs.XXXXXX)
+$py "$TOP_SRCDIR/tests/workloads/ratio.py" 60 > /dev/null &
+pid=$!
+trap 'kill $pid 2>/dev/null; umount "$work/full" 2>/dev/null; rm -rf "$work"' EXIT
+sleep 0.5
+failed=0
+
+for sig in INT TERM; do
+	"$PYPERF" --pid $pid -d 0 -o "$work/$sig.pb.gz" 2> "$work/log" &
+	prof=$!
+	sleep 1.5
+	kill -$sig $prof
+	wait $prof
+	rc=$?
+	n=$(HOME=$work "$GO" tool pprof -raw "$work/$sig.pb.gz" 2>/dev/null | grep -c ': [0-9 ]*$')
+	echo "SIG$sig: exit $rc, $n distinct stacks in the profile"
+	if [ $rc != 0 ] || [ "${n:-0}" -lt 1 ]; then
+		cat "$work/log"; echo "FAIL SIG$sig"; failed=1
+	else
+		echo "PASS SIG$sig"
+	fi
+done
+
+# A full 64 KiB tmpfs: the writability check (an empty temp file) still
+# passes, writing the profile cannot.
+mkdir "$work/full"
+mount -t tmpfs -o size=64k tmpfs "$work/full" || { echo "SKIP full-disk: mount failed"; exit $failed; }
+dd if=/dev/zero of="$work/full/filler" bs=4k 2>/dev/null  # until full
+"$PYPERF" --pid $pid -d 1500 -F 4999 -o "$work/full/p.pb.gz" 2> "$work/log"
+rc=$?
+left=$(ls -A "$work/full" | grep -v '^filler$')
+grep 'pyperf-pprof: cannot' "$work/log"
+if [ $rc = 0 ] || ! grep -q 'No space left on device' "$work/log" || [ -n "$left" ]; then
+	echo "full disk: exit $rc, left behind: '$left'"; cat "$work/log"
+	echo "FAIL full-disk"; failed=1
+else
+	echo "PASS full-disk (exit $rc, nothing left behind)"
+fi
+exit $failed
