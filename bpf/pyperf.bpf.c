@@ -17,6 +17,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (0: Python frames only, --no-native). */
 const volatile __u32 stack_bytes = 0;
 
+/* The profiler's own PID namespace (dev and inode of /proc/self/ns/pid):
+ * --pid values and output labels are in this namespace, so a sidecar in a
+ * container's namespace works as well as a profiler on the host. */
+const volatile __u32 pidns_ino = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -68,14 +73,42 @@ static __always_inline int read_ptr(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
+/* The number of pid p in our PID namespace; -1 when the task is not
+ * visible there (it lives outside our namespace). */
+static __always_inline int pid_nr_in_our_ns(struct pid *p, __u32 *nr)
+{
+	__u32 level = BPF_CORE_READ(p, level);
+
+	/* Our namespace is an ancestor of the task's (or the same): find its
+	 * level, usually the first one tried. 32 is the kernel's nesting
+	 * limit (MAX_PID_NS_LEVEL). */
+	for (__u32 i = 0; i < 32 && i <= level; i++) {
+		if (BPF_CORE_READ(p, numbers[i].ns, ns.inum) == pidns_ino) {
+			*nr = BPF_CORE_READ(p, numbers[i].nr);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* The value a PyThreadState stores for the current thread. */
 static __always_inline __u64 current_thread_ident(const struct py_walk_offsets *off,
 						  __u32 tid)
 {
 	struct task_struct *task;
 
-	if (off->tid_kind == PY_TID_NATIVE)
-		return tid;
+	if (off->tid_kind == PY_TID_NATIVE) {
+		/* native_thread_id is gettid() as the target sees it: the tid
+		 * in the task's innermost PID namespace, which differs from
+		 * ours when the target runs in a container. */
+		struct pid *p;
+		unsigned int level;
+
+		task = bpf_get_current_task_btf();
+		p = BPF_CORE_READ(task, thread_pid);
+		level = BPF_CORE_READ(p, level);
+		return BPF_CORE_READ(p, numbers[level & 31].nr);
+	}
 	/* thread_id is pthread_self(), which on x86_64 glibc is the TCB
 	 * address held in the task's fs base. */
 	task = bpf_get_current_task_btf();
@@ -281,14 +314,17 @@ fail:
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id, cpu = bpf_get_smp_processor_id();
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid, tid, cpu = bpf_get_smp_processor_id();
 	struct walk_ctx w = {};
 	struct py_proc_config *cfg;
 	struct py_sample *s;
 	__u64 tstate, size;
 	int err = 0;
 
+	if (pid_nr_in_our_ns(BPF_CORE_READ(task, group_leader, thread_pid), &tgid) ||
+	    pid_nr_in_our_ns(BPF_CORE_READ(task, thread_pid), &tid))
+		return 0;	/* a task outside our PID namespace */
 	cfg = bpf_map_lookup_elem(&procs, &tgid);
 	if (!cfg)
 		return 0;

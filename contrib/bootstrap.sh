@@ -8,16 +8,20 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="autoconf automake libtool pkg-config make gcc clang llvm \
 libbpf-dev bpftool protobuf-c-compiler libprotobuf-c-dev libelf-dev \
-libunwind-dev zlib1g-dev golang-go python3 gdb util-linux"
+libunwind-dev zlib1g-dev golang-go python3 gdb util-linux \
+chromium graphviz"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bootstrap: run as root (apt-get install, BPF and perf events need it)" >&2
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The browser test needs Node.js; Debian's npm conflicts with a NodeSource
+# nodejs that may already be installed, so only add them when missing.
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs npm"
 apt-get update -q
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $PACKAGES
+apt-get install -y -q $PACKAGES
 
 autoreconf -fi
 ./configure
@@ -28,6 +32,8 @@ example)
 	make example
 	;;
 check)
+	# speedscope and playwright-core for the browser test, pinned by the lock.
+	npm ci --prefix tests/node --no-audit --no-fund
 	make -j"$(nproc)" check
 	;;
 *)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +108,7 @@ static int find_targets(struct session *s)
 
 static int load_bpf(struct session *s)
 {
+	struct stat ns;
 	int err;
 
 	s->skel = pyperf_bpf__open();
@@ -117,6 +119,12 @@ static int load_bpf(struct session *s)
 	bpf_map__set_max_entries(s->skel->maps.events, s->cfg->ringbuf_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	s->skel->rodata->stack_bytes = s->cfg->stack_bytes;
+	if (stat("/proc/self/ns/pid", &ns)) {
+		fprintf(stderr, "pyperf-pprof: cannot stat /proc/self/ns/pid: %s (is /proc mounted?)\n",
+			strerror(errno));
+		return -1;
+	}
+	s->skel->rodata->pidns_ino = (__u32)ns.st_ino;
 	err = pyperf_bpf__load(s->skel);
 	if (err) {
 		fprintf(stderr, "pyperf-pprof: cannot load the BPF program: %s (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE; the kernel needs BTF and bpf_loop, Linux 5.17+)\n",

@@ -23,6 +23,7 @@
 #include <elf.h>
 #include <libunwind.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,15 +99,6 @@ struct uw_proc {
 	int need_flush;			/* maps changed: flush libunwind's cache */
 };
 
-struct unwind_ctx {
-	struct unwind_opts opt;
-	struct uw_obj *obj;
-	struct uw_proc *proc;
-	uint64_t tick, serial;
-	unw_accessors_t acc;
-	struct unwind_stats st;
-};
-
 /* State of one unwind_stack() call; libunwind's accessor argument. */
 struct uw_call {
 	struct unwind_ctx *u;
@@ -119,7 +111,17 @@ struct uw_call {
 	uint64_t rlo, rhi;		/* last file-backed region served ... */
 	const uint8_t *rbase;		/* ... our copy of its bytes */
 	uint64_t page_addr;		/* last target page read (0: none) */
-	uint8_t page[UW_PAGE];
+	uint8_t page[UW_PAGE];		/* last: not cleared per call */
+};
+
+struct unwind_ctx {
+	struct unwind_opts opt;
+	struct uw_obj *obj;
+	struct uw_proc *proc;
+	uint64_t tick, serial;
+	unw_accessors_t acc;
+	struct unwind_stats st;
+	struct uw_call *call;		/* reused: holds a page, too big for a stack */
 };
 
 static uint64_t now_ns(void)
@@ -920,8 +922,14 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 				r = search_debug_frame(c, as, o, m, bias, ip, pi, need);
 		}
 	}
-	if (r < 0)
+	if (r == -UNW_ENOINFO) {
+		/* Not ENOINFO: on that libunwind guesses a frame-pointer
+		 * frame itself but takes this frame's rsp + 16 as the
+		 * caller's rsp, wrong for any frame with locals or pushes
+		 * after rbp. fp_restart() uses rbp + 16 instead. */
 		c->noinfo = 1;
+		return -UNW_ESTOPUNWIND;
+	}
 	return r;
 }
 
@@ -1065,18 +1073,15 @@ static int walk(struct uw_call *c, uint64_t *pcs, size_t max, size_t *n)
 		c->noinfo = 0;
 		r = unw_step(&cur);
 		if (r > 0) {
-			/* Without CFI libunwind follows rbp itself. */
-			if (c->noinfo)
-				c->u->st.frames_fp++;
-			else
-				c->u->st.frames_dwarf++;
+			c->u->st.frames_dwarf++;
 			continue;
 		}
-		if (r == 0 && !c->noinfo)
+		if (r == 0)
 			return UNWIND_END_OUTERMOST;	/* CFI: rip undefined */
+		/* No CFI for ip, or the CFI's reads failed: try rbp. */
 		r = fp_restart(c, &cur, fr);
 		if (r)
-			return r;
+			return c->noinfo ? r : UNWIND_END_READ;
 	}
 }
 
@@ -1109,10 +1114,8 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 	u->st.stacks++;
 	if (!max)
 		return count_end(u, UNWIND_END_MAX);
-	/* Heap: the page buffer is too big for a profiler thread's stack. */
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -1;
+	c = u->call;
+	memset(c, 0, offsetof(struct uw_call, page));
 	c->u = u;
 	c->in = in;
 	memcpy(c->regs, in->regs, sizeof(c->regs));
@@ -1127,7 +1130,6 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 		}
 		end = walk(c, pcs, max, n);
 	}
-	free(c);
 	u->st.frames += *n;
 	return count_end(u, end);
 }
@@ -1144,16 +1146,18 @@ struct unwind_ctx *unwind_ctx_new(const struct unwind_opts *opts)
 		u->opt.max_objects = UW_DEF_OBJECTS;
 	if (!u->opt.max_procs)
 		u->opt.max_procs = UW_DEF_PROCS;
-	/* >= 4 objects: the one being searched is never the LRU victim. */
-	if (u->opt.max_objects < 4)
-		u->opt.max_objects = 4;
+	/* >= 2 objects: the one being searched, most recently used, is never
+	 * the victim when a read loads another. */
+	if (u->opt.max_objects < 2)
+		u->opt.max_objects = 2;
 	if (u->opt.max_objects > UW_MAX_OBJECTS)
 		u->opt.max_objects = UW_MAX_OBJECTS;
 	if (u->opt.max_procs > 4096)
 		u->opt.max_procs = 4096;
 	u->obj = calloc(u->opt.max_objects, sizeof(*u->obj));
 	u->proc = calloc(u->opt.max_procs, sizeof(*u->proc));
-	if (!u->obj || !u->proc) {
+	u->call = calloc(1, sizeof(*u->call));
+	if (!u->obj || !u->proc || !u->call) {
 		unwind_ctx_free(u);
 		return NULL;
 	}
@@ -1178,6 +1182,7 @@ void unwind_ctx_free(struct unwind_ctx *u)
 	for (size_t i = 0; u->obj && i < u->opt.max_objects; i++)
 		if (u->obj[i].serial)
 			obj_clear(&u->obj[i]);
+	free(u->call);
 	free(u->proc);
 	free(u->obj);
 	free(u);

@@ -16,10 +16,10 @@ need_profiling
 make_workdir
 
 profile_ratio "$work/ratio.pb.gz"
-"$PYTHON3" "$checker" --self-test "$work/ratio.pb.gz" ||
-	fail "checker self-test on the real profile failed"
 "$PYTHON3" "$checker" --expect-pid "$wpid" "$work/ratio.pb.gz" ||
 	fail "profile of one process breaks back-end rules"
+"$PYTHON3" "$checker" --self-test "$work/ratio.pb.gz" ||
+	fail "checker self-test on the real profile failed"
 
 start_workload "$RATIO_INTERP" "$TOP_SRCDIR/tests/workloads/ratio.py" 30
 pid1=$wpid

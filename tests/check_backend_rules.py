@@ -496,7 +496,11 @@ def main():
     ap.add_argument("profile", nargs="?")
     args = ap.parse_args()
     if args.self_test:
-        ok = self_test(args.profile)
+        try:
+            ok = self_test(args.profile)
+        except (DecodeError, OSError) as e:
+            print("self-test error: %s: %s" % (args.profile, e))
+            ok = False
         print("self-test %s" % ("passed" if ok else "FAILED"))
         sys.exit(0 if ok else 1)
     if not args.profile:

@@ -1,14 +1,17 @@
 """Checks a profile of tests/workloads/ratio.py in Debian's go tool pprof,
 the way a user reads it: -top, -traces, -raw, -tagfocus on each label, and
-the web UI (-http) top and flame graph pages.
+the web UI (-http): the graph (when graphviz's dot is installed), top and
+flame graph pages.
 
 Exit status 0 when every check passes, 1 otherwise; every failed check is
 printed as "error: ...".
 """
 import argparse
+import html
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -225,6 +228,30 @@ def check_flame_tree(c, tree):
     c.expect(w["heavy"] > w["light"], "flamegraph: heavy %s not above light %s" % (w["heavy"], w["light"]))
 
 
+def check_graph(c, base):
+    """/ui/, pprof's landing page: the call graph, drawn by graphviz's dot."""
+    if not shutil.which("dot"):
+        print("    /ui/ graph view not checked: graphviz (dot) is not installed")
+        return
+    try:
+        status, svg = fetch(base + "/ui/")
+    except urllib.error.HTTPError as e:
+        status, svg = e.code, e.read().decode("utf-8", "replace")
+    if not c.expect(status == 200, "/ui/ (graph) status %s: %s" % (status, svg[:200])):
+        return
+    nodes = dict((n, html.unescape(name)) for n, name in re.findall(
+        r'<title>(N\d+)</title>\s*<g id="a_node\d+"><a xlink:title="(.*?) \(', svg))
+    edges = set((nodes.get(a), nodes.get(b)) for a, b in
+                re.findall(r"<title>(N\d+)&#45;&gt;(N\d+)</title>", svg))
+    print("    /ui/ graph: %d bytes, nodes %s, edges %s" % (
+        len(svg), sorted(nodes.values()), ", ".join("%s->%s" % e for e in sorted(edges, key=str))))
+    for e in (("<module>", "main"), ("main", "heavy"), ("main", "light"),
+              ("heavy", "leaf"), ("light", "leaf")):
+        c.expect(e in edges, "/ui/ graph has no edge %s -> %s" % e)
+    c.expect("thread_name:" + html.escape(c.args.thread_name) in svg,
+             "/ui/ graph shows no thread_name:%s tag" % c.args.thread_name)
+
+
 def check_web(c):
     port = free_port()
     base = "http://127.0.0.1:%d" % port
@@ -240,6 +267,9 @@ def check_web(c):
             try:
                 status, fg = fetch(base + "/ui/flamegraph")
                 break
+            except urllib.error.HTTPError as e:
+                status = e.code
+                break
             except (urllib.error.URLError, ConnectionError, socket.timeout):
                 time.sleep(0.2)
         if not c.expect(status == 200, "pprof -http: /ui/flamegraph not served within %ds (exit %s)"
@@ -251,6 +281,7 @@ def check_web(c):
         c.expect(status == 200, "pprof -http: /ui/top status %s" % status)
         print("--- go tool pprof -http=%s: /ui/flamegraph %d bytes, /ui/top %d bytes"
               % (base, len(fg), len(top)))
+        check_graph(c, base)
         for page, html in (("/ui/flamegraph", fg), ("/ui/top", top)):
             text = html.replace("\\u003c", "<").replace("\\u003e", ">")
             for fn in FUNCS:

@@ -24,7 +24,9 @@ def function_lines(path, name):
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == name:
             last = max(getattr(n, "lineno", node.lineno) for n in ast.walk(node))
-            return node.lineno + 1, last
+            # A sample can land on the entry instruction, which carries
+            # the def line (3.11+ RESUME; f_lasti == -1 before 3.10).
+            return node.lineno, last
     raise KeyError(name)
 
 

@@ -2,6 +2,7 @@
 # tests/speedscope.sh: environment defaults, skip/fail, a scratch directory
 # cleaned on exit, and profile_ratio, which profiles tests/workloads/ratio.py
 # once with the built pyperf-pprof. The sourcing script sets $name first.
+# shellcheck disable=SC2034,SC2154  # $name is set by, $wcomm read by, the caller
 # Exit codes follow automake: 0 pass, 1 fail, 77 skip (with a reason).
 
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"

@@ -6,7 +6,8 @@
 #
 # --wait: print "ready PID" and wait for a line on stdin before starting
 # (the bench attaches a profiler in between). Prints "elapsed SECONDS" of
-# the work alone. Valid on Python 3.6+.
+# the work alone and "cpu SECONDS", the process CPU time it took (all
+# threads). Valid on Python 3.6+.
 import os
 import sys
 import time
@@ -58,9 +59,10 @@ def main():
     units = int(argv[1 if wait else 0]) if len(argv) > (1 if wait else 0) else 500
     if wait:
         wait_for_go(argv)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     work(units)
-    sys.stdout.write("elapsed %.6f\n" % (time.perf_counter() - t0))
+    sys.stdout.write("elapsed %.6f cpu %.6f\n" % (time.perf_counter() - t0,
+                                                  time.process_time() - c0))
     sys.stdout.flush()
 
 

@@ -6,7 +6,8 @@
 #   python threads.py [--wait] UNITS
 #
 # The threads exist (blocked on an Event) before "ready" is printed, so a
-# profiler attached at that point sees all of them. Prints "elapsed SECONDS".
+# profiler attached at that point sees all of them. Prints "elapsed SECONDS
+# cpu SECONDS" like cpu.py.
 import os
 import sys
 import threading
@@ -36,11 +37,12 @@ def main():
         sys.stdout.write("ready %d\n" % os.getpid())
         sys.stdout.flush()
         sys.stdin.readline()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     go.set()
     for t in threads:
         t.join()
-    sys.stdout.write("elapsed %.6f\n" % (time.perf_counter() - t0))
+    sys.stdout.write("elapsed %.6f cpu %.6f\n" % (time.perf_counter() - t0,
+                                                  time.process_time() - c0))
     sys.stdout.flush()
 
 
