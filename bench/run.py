@@ -3,33 +3,39 @@
 
 Run as root with Debian's /usr/bin/python3 (never a pyenv shim):
 
-    /usr/bin/python3 bench/run.py --profiler ./pyperf-pprof \
+    /usr/bin/python3 bench/run.py --profiler ./pyperf-pprof \\
         --out BENCHMARKS.md --plot bench/overhead.png
 
-BENCH_QUICK=1 makes a ~2-minute smoke run (fewer rounds, shorter
-workloads) that writes bench-quick/BENCHMARKS.md and bench-quick/overhead.png
-under the current directory instead, so the committed table stays a full run.
+About 12 minutes. BENCH_QUICK=1 makes a ~2-minute smoke run that writes
+bench-quick/BENCHMARKS.md and bench-quick/overhead.png under the current
+directory instead, so the committed table stays a full run.
+`--from-json results.json` only redraws the table and plot of a past run.
 
-What is measured, for a single-threaded and a 4-thread CPU-bound workload
-(bench/workloads/), at 99 Hz and 999 Hz:
+Measured for a single-threaded and a 4-thread CPU-bound workload
+(bench/workloads/), at 99 Hz and 999 Hz (and 4999 Hz for the plot):
 
-  * target slowdown: the workload's fixed amount of work timed (by the
-    workload itself) with and without a profiler attached, A/B interleaved
-    (B C1 B C2 ... B, configurations shuffled per round); each run's ratio
-    is taken against the mean of the two baselines around it;
-  * the profiler's own CPU time (wait4() rusage of the child) per sample
-    written, raw and with the fixed start-up/write cost (measured against
-    an idle target) subtracted;
-  * the BPF program's run time per run (kernel.bpf_stats_enabled=1 for the
-    bench, restored after; the program is found through the profiler's own
+  * target slowdown. Two copies of the workload, A and B, serve pieces of
+    fixed work on request and time each piece themselves. The tool is
+    attached to A only; pieces alternate A B B A ... so both see the same
+    machine, and A/B is compared with the tool attached against the A/B of
+    the calibration pairs run just before and after without it (the two
+    processes need not be equally fast). Repeated in several sessions with
+    fresh processes and the configurations shuffled. Reported: median and
+    IQR over all pairs, wall-clock and target CPU time;
+  * the tool's CPU time (wait4() rusage) per sample written: raw, less its
+    fixed cost (same tool attached to an idle target), and as the slope
+    between two rates (per extra sample);
+  * BPF run time per run of `on_sample` (kernel.bpf_stats_enabled=1 during
+    the bench, restored after; the program is found through the profiler's
     fds and held open so its counters survive the profiler's exit);
-  * the profiler's peak RSS and the size of what it wrote;
-  * the highest -F with zero lost samples, two busy target processes;
+  * the tool's peak RSS (ru_maxrss) and output size;
+  * the highest -F with zero lost samples, two busy single-threaded targets;
   * side by side: perf record --call-graph dwarf, and austin (CPython <= 3.8
-    only, so that group runs the pyenv 3.8 interpreter).
+    only, hence the pyenv 3.8 group, where pyperf-pprof runs too).
 
-Environment: BENCH_QUICK, BENCH_ROUNDS, BENCH_SCALE (multiplies the work),
-BENCH_PY311, BENCH_PY38, BENCH_SEED, BENCH_KEEP=1 (keep the work directory).
+Environment: BENCH_QUICK=1, BENCH_SESSIONS, BENCH_SCALE (multiplies the
+work per piece), BENCH_NICE (default -10), BENCH_PY311, BENCH_PY38,
+BENCH_SEED, BENCH_KEEP=1 (keep the work directory and outputs).
 """
 
 import argparse
@@ -50,13 +56,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
-
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 
-# Work units (see workloads/cpu.py): about 1.8 s on this kind of machine
-# with Debian's 3.11 and 8000 units about as long with 3.8.
-UNITS_FULL = {"3.11": 12000, "3.8": 8000}
-UNITS_QUICK = {"3.11": 3000, "3.8": 2000}
+# Work per piece (workloads/cpu.py units): about 0.2 s each with Debian's
+# 3.11 and pyenv's 3.8 on a 2020s x86 server core.
+PIECE_UNITS = {"3.11": 1350, "3.8": 900}
+MAXRATE_UNITS = 6000            # per target, Debian's 3.11: about 1 s alone
+if QUICK:
+    SESSIONS, CALIB_PAIRS, TOOL_PAIRS, PIECE_SCALE = 1, 2, 4, 0.5
+    SLOW_RATES, PLOT_RATES = [99, 999], []
+    MAXRATE_RATES, MAXRATE_SCALE = [999, 5000, 9999, 19999], 0.4
+else:
+    SESSIONS, CALIB_PAIRS, TOOL_PAIRS, PIECE_SCALE = 3, 4, 8, 1.0
+    SLOW_RATES, PLOT_RATES = [99, 999], [4999]
+    MAXRATE_RATES, MAXRATE_SCALE = [99, 999, 2999, 5000, 9999, 19999], 1.0
 
 BUDGETS = {
     "slowdown_99": 1.0,       # % at 99 Hz, native on
@@ -67,8 +80,9 @@ BUDGETS = {
     "total_rate": 10000,      # samples/s total with zero lost, --no-native
     "rss_mib": 64.0,
 }
+NOISY_BACKGROUND = 0.25       # CPUs busy with other work: timings disturbed
 
-children = []               # Popen objects still to reap on an abort
+children = []                 # Popen objects still to reap on an abort
 
 
 def log(msg):
@@ -79,6 +93,14 @@ def log(msg):
 def die(msg):
     log(msg)
     sys.exit(1)
+
+
+def read_text(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 # ---------------------------------------------------------------- sysctl
@@ -98,19 +120,19 @@ def sysctl_set(name, value):
 
 
 class Sysctls:
-    """Sets sysctls for the bench and puts the old values back."""
+    """Sysctls the bench sets or the kernel may change; put back after."""
 
     def __init__(self):
         self.saved = {}
 
-    def set(self, name, value):
-        if name not in self.saved:
-            self.saved[name] = sysctl_get(name)
-        sysctl_set(name, value)
-
     def remember(self, name):
         if name not in self.saved:
             self.saved[name] = sysctl_get(name)
+        return self.saved[name]
+
+    def set(self, name, value):
+        self.remember(name)
+        sysctl_set(name, value)
 
     def restore(self):
         for name, value in self.saved.items():
@@ -126,26 +148,15 @@ class Sysctls:
 # ------------------------------------------------------- BPF program stats
 
 _libc = ctypes.CDLL(None, use_errno=True)
-NR_BPF = 321                # x86_64
+NR_BPF = 321                  # x86_64
 BPF_PROG_GET_FD_BY_ID = 13
-
-
-def bpf_prog_fd_by_id(prog_id):
-    """An fd on the program: keeps it (and its counters) after its loader exits."""
-    attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
-    fd = _libc.syscall(NR_BPF, BPF_PROG_GET_FD_BY_ID, ctypes.byref(attr), 16)
-    return fd if fd >= 0 else None
 
 
 def fdinfo(pid, fd):
     info = {}
-    try:
-        with open("/proc/%s/fdinfo/%d" % (pid, fd)) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                info[k.strip()] = v.strip()
-    except OSError:
-        pass
+    for line in read_text("/proc/%s/fdinfo/%d" % (pid, fd)).splitlines():
+        k, _, v = line.partition(":")
+        info[k.strip()] = v.strip()
     return info
 
 
@@ -159,7 +170,7 @@ def bpftool_prog(prog_id):
 
 
 def find_prog(pid, name="on_sample"):
-    """Program id of `name` among the BPF program fds process pid holds."""
+    """Id of the BPF program `name` among the program fds pid holds."""
     try:
         fds = os.listdir("/proc/%d/fd" % pid)
     except OSError:
@@ -177,13 +188,16 @@ def find_prog(pid, name="on_sample"):
 
 
 class HeldProg:
-    """Our on_sample program, held open so its stats outlive the profiler."""
+    """A BPF program held open by id, so its stats outlive its loader."""
 
     def __init__(self, prog_id):
         self.id = prog_id
-        self.fd = bpf_prog_fd_by_id(prog_id)
+        attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+        fd = _libc.syscall(NR_BPF, BPF_PROG_GET_FD_BY_ID, ctypes.byref(attr), 16)
+        self.fd = fd if fd >= 0 else None
 
     def stats(self):
+        """(run_time_ns, run_cnt) from bpftool prog show, else fdinfo."""
         j = bpftool_prog(self.id)
         if "run_cnt" in j:
             return int(j.get("run_time_ns", 0)), int(j["run_cnt"])
@@ -196,7 +210,7 @@ class HeldProg:
             self.fd = None
 
 
-# ------------------------------------------------------------------ runs
+# ------------------------------------------------------------- processes
 
 def kill_child(p, sig=signal.SIGKILL):
     if p.returncode is None:
@@ -207,7 +221,8 @@ def kill_child(p, sig=signal.SIGKILL):
 
 
 def reap(p, timeout, sig_first=signal.SIGINT):
-    """wait4() a child with a deadline; returns (status, rusage)."""
+    """wait4() a child with a deadline (then SIGINT, then SIGKILL);
+    returns (exit code, rusage)."""
     deadline = time.monotonic() + timeout
     sent = None
     while True:
@@ -221,12 +236,10 @@ def reap(p, timeout, sig_first=signal.SIGINT):
         if now > deadline:
             if sent is None:
                 kill_child(p, sig_first)
-                sent = sig_first
-                deadline = now + 15
+                sent, deadline = sig_first, now + 15
             elif sent != signal.SIGKILL:
                 kill_child(p, signal.SIGKILL)
-                sent = signal.SIGKILL
-                deadline = now + 15
+                sent, deadline = signal.SIGKILL, now + 15
             else:
                 raise RuntimeError("pid %d does not die" % p.pid)
         time.sleep(0.01)
@@ -238,30 +251,87 @@ def spawn(argv, **kw):
     return p
 
 
-def start_workload(py, name, units, wd):
-    err = open(os.path.join(wd, "workload.err"), "ab")
-    p = spawn([py, os.path.join(WORKLOADS, name + ".py"), "--wait", str(units)],
-              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-              cwd=WORKLOADS)
-    err.close()
-    line = p.stdout.readline().decode()
-    if not line.startswith("ready"):
-        kill_child(p)
-        reap(p, 10)
-        die("workload %s under %s did not start (see %s/workload.err)" % (name, py, wd))
-    return p
+def busy_cpu_seconds():
+    """All CPUs' busy time so far (/proc/stat), in seconds."""
+    v = [int(x) for x in read_text("/proc/stat").split("\n", 1)[0].split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def finish_workload(p):
-    out = p.stdout.read().decode()
-    p.stdout.close()
-    p.stdin.close()
-    rc, ru = reap(p, 600)
-    m = re.search(r"elapsed ([0-9.]+) cpu ([0-9.]+)", out)
-    if rc != 0 or not m:
-        die("workload failed (rc %s): %r" % (rc, out))
-    return float(m.group(1)), float(m.group(2))
+WORKLOAD_ENV = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+# Targets run on the last CPU, tools on the others (BENCH_PIN=0: anywhere),
+# so A and B always meet the same CPU and the scheduler cannot put a target
+# behind another job on one CPU while the other idles.
+PIN = {"target": None, "tool": None}
 
+
+def setup_pinning():
+    cpus = sorted(os.sched_getaffinity(0))
+    if os.environ.get("BENCH_PIN", "1") in ("", "0") or len(cpus) < 2:
+        return None
+    PIN["target"], PIN["tool"] = {cpus[-1]}, set(cpus[:-1])
+    return cpus[-1]
+
+
+def pinned(kind):
+    cpus = PIN[kind]
+    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+NTHREADS = {"cpu": 1, "threads": 5}
+
+
+class Workload:
+    """One workload process: --serve (pieces on request) or --wait UNITS."""
+
+    def __init__(self, ctx, py, name, wait_units=None):
+        self.name = name
+        err = open(os.path.join(ctx.workdir, "workload.err"), "ab")
+        mode = ["--serve"] if wait_units is None else ["--wait", str(wait_units)]
+        self.p = spawn([py, os.path.join(WORKLOADS, name + ".py")] + mode,
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                       cwd=WORKLOADS, env=WORKLOAD_ENV, preexec_fn=pinned("target"))
+        err.close()
+        line = self.p.stdout.readline().decode()
+        if not line.startswith("ready"):
+            self.kill()
+            die("workload %s under %s did not start (see %s/workload.err)"
+                % (name, py, ctx.workdir))
+        self.pid = self.p.pid
+
+    def _result(self):
+        line = self.p.stdout.readline().decode()
+        m = re.match(r"elapsed ([0-9.]+) cpu ([0-9.]+)", line)
+        if not m:
+            die("workload %s failed: %r" % (self.name, line))
+        return float(m.group(1)), float(m.group(2))
+
+    def piece(self, units):
+        self.p.stdin.write(b"run %d\n" % units)
+        self.p.stdin.flush()
+        return self._result()
+
+    def go(self):                       # --wait mode
+        self.p.stdin.write(b"go\n")
+        self.p.stdin.flush()
+
+    def finish(self):                   # --wait mode
+        r = self._result()
+        self.close()
+        return r
+
+    def close(self):
+        if self.p.returncode is None:
+            try:
+                self.p.stdin.close()
+            except OSError:
+                pass
+            reap(self.p, 60)
+        self.p.stdout.close()
+
+    def kill(self):
+        kill_child(self.p)
+        reap(self.p, 30)
+
+
+# ------------------------------------------------------------------ tools
 
 def wait_until(cond, timeout, what, proc=None):
     deadline = time.monotonic() + timeout
@@ -269,17 +339,9 @@ def wait_until(cond, timeout, what, proc=None):
         if cond():
             return
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError("%s: tool exited early (rc %s)" % (what, proc.returncode))
+            raise RuntimeError("%s: exited early (rc %s)" % (what, proc.returncode))
         time.sleep(0.02)
     raise RuntimeError("%s: not ready after %ss" % (what, timeout))
-
-
-def read_text(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def perf_event_fds(pid):
@@ -287,8 +349,7 @@ def perf_event_fds(pid):
     try:
         for fd in os.listdir("/proc/%d/fd" % pid):
             try:
-                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]":
-                    n += 1
+                n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]"
             except OSError:
                 pass
     except OSError:
@@ -297,7 +358,7 @@ def perf_event_fds(pid):
 
 
 class Tool:
-    """How to start one profiler on a pid and read its results."""
+    """How to start one profiler on pids, know it samples, read its results."""
 
     def __init__(self, kind, hz, native=False):
         self.kind = kind        # pyperf | perf | austin
@@ -305,18 +366,18 @@ class Tool:
         self.native = native
 
     @property
-    def label(self):
-        if self.kind == "pyperf":
-            return "pyperf-pprof" + ("" if self.native else " --no-native")
-        if self.kind == "perf":
-            return "perf record --call-graph dwarf"
-        return "austin"
-
-    @property
     def key(self):
+        if self.kind == "none":
+            return "none"
         if self.kind == "pyperf":
             return "pyperf-native" if self.native else "pyperf-nonative"
         return self.kind
+
+    @property
+    def label(self):
+        return {"none": "no tool (A/A control)", "pyperf-native": "pyperf-pprof",
+                "pyperf-nonative": "pyperf-pprof --no-native",
+                "perf": "perf record --call-graph dwarf", "austin": "austin"}[self.key]
 
     def argv(self, ctx, pids, out):
         if self.kind == "pyperf":
@@ -341,23 +402,23 @@ class Tool:
                 seen.append(perf_event_fds(p.pid))
                 return len(seen) > 3 and seen[-1] >= nthreads and seen[-1] == seen[-4]
             wait_until(stable, 30, self.label, p)
-            time.sleep(0.3)
+            time.sleep(0.3)         # mmap and enable follow the opens
         else:
             wait_until(lambda: "Thread " in read_text(out), 30, self.label, p)
 
     def parse(self, err, out):
         r = {"samples": None, "lost": 0}
         if self.kind == "pyperf":
-            m = re.search(r"bpf: events=(\d+) sent=(\d+) lost=(\d+)", err)
-            if m:
-                r["bpf_events"], r["bpf_sent"], r["lost"] = map(int, m.groups())
             m = re.search(r"pyperf-pprof: (\d+) samples", err)
             if m:
                 r["samples"] = int(m.group(1))
-            if not m or "bpf_events" not in r:
-                m2 = re.search(r"(\d+) lost|lost (\d+)", err)
-                if m2:
-                    r["lost"] = int(m2.group(1) or m2.group(2))
+            m = re.search(r"bpf: events=(\d+) sent=(\d+) lost=(\d+)", err)
+            if m:
+                r["bpf_events"], r["bpf_sent"], r["lost"] = map(int, m.groups())
+            else:
+                m = re.search(r"(\d+) lost|lost (\d+)", err)
+                if m:
+                    r["lost"] = int(m.group(1) or m.group(2))
         elif self.kind == "perf":
             m = re.search(r"\((\d+) samples\)", err)
             if m:
@@ -368,94 +429,59 @@ class Tool:
         else:
             m = re.search(r"Error rate : (\d+)/(\d+)", err)
             if m:
-                r["samples"] = int(m.group(2))
-                r["errors"] = int(m.group(1))
+                r["samples"], r["errors"] = int(m.group(2)), int(m.group(1))
             else:
                 r["samples"] = sum(1 for line in read_text(out).splitlines()
                                    if line.startswith("Thread "))
         return r
 
 
-NTHREADS = {"cpu": 1, "threads": 5}
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+class Attached:
+    """A tool running on some pids."""
 
+    def __init__(self, ctx, tool, pids, nthreads):
+        self.tool = tool
+        self.out = os.path.join(ctx.workdir, "out.data" if tool.kind == "perf" else "out.prof")
+        self.errpath = os.path.join(ctx.workdir, "tool.err")
+        for f in (self.out, self.errpath):
+            if os.path.exists(f):
+                os.unlink(f)
+        self.held = None
+        self.stats0 = (0, 0)
+        with open(self.errpath, "wb") as ef:
+            self.p = spawn(tool.argv(ctx, pids, self.out), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=ef, preexec_fn=pinned("tool"))
+        try:
+            tool.wait_ready(self.p, self.errpath, self.out, nthreads)
+        except RuntimeError as e:
+            kill_child(self.p)
+            reap(self.p, 30)
+            die("%s; its stderr: %s" % (e, read_text(self.errpath)[-2000:]))
+        if tool.kind == "pyperf":
+            prog_id = find_prog(self.p.pid)
+            if prog_id:
+                self.held = HeldProg(prog_id)
+                self.stats0 = self.held.stats()
 
-def busy_cpu_seconds():
-    """All CPUs' busy time so far (/proc/stat), seconds."""
-    f = read_text("/proc/stat").split("\n", 1)[0].split()[1:]
-    v = [int(x) for x in f]
-    return (sum(v[:8]) - v[3] - v[4]) / CLK_TCK       # less idle and iowait
-
-
-def run_once(ctx, py, workload, units, tool, nprocs=1, idle_seconds=None):
-    """One run: workload(s) (and a tool) start, go, finish. idle_seconds:
-    leave the target idle that long instead, then stop the tool (fixed cost)."""
-    wd = ctx.workdir
-    ws = [start_workload(py, workload, 0 if idle_seconds else units, wd)
-          for _ in range(nprocs)]
-    pids = [w.pid for w in ws]
-    res = {"tool": tool.key if tool else "baseline"}
-    p = held = None
-    out = os.path.join(wd, "out.%s" % ("data" if tool and tool.kind == "perf" else "pb.gz"))
-    errpath = os.path.join(wd, "tool.err")
-    try:
-        if tool:
-            for f in (out, errpath):
-                if os.path.exists(f):
-                    os.unlink(f)
-            with open(errpath, "wb") as ef:
-                p = spawn(tool.argv(ctx, pids, out), stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=ef)
-                res["tool_t0"] = time.monotonic()
-            tool.wait_ready(p, errpath, out, NTHREADS[workload] * nprocs)
-            if tool.kind == "pyperf":
-                prog_id = find_prog(p.pid)
-                if prog_id:
-                    held = HeldProg(prog_id)
-                    res["bpf_ns0"], res["bpf_cnt0"] = held.stats()
-        if idle_seconds:
-            time.sleep(idle_seconds)
-            kill_child(p, signal.SIGINT)
-        b0, m0 = busy_cpu_seconds(), time.monotonic()
-        for w in ws:
-            w.stdin.write(b"go\n")
-            w.stdin.flush()
-        el = [finish_workload(w) for w in ws]
-        b1, m1 = busy_cpu_seconds(), time.monotonic()
-        res["elapsed"] = max(e for e, _ in el)
-        res["target_cpu"] = sum(c for _, c in el)
-        if tool:
-            rc, ru = reap(p, 60)
-            res["rc"] = rc
-            res["tool_cpu"] = ru.ru_utime + ru.ru_stime
-            # the tool's share of the busy time, prorated over its life
-            res["tool_life"] = time.monotonic() - res["tool_t0"]
-            res["tool_utime"] = ru.ru_utime
-            res["tool_stime"] = ru.ru_stime
-            res["maxrss_kib"] = ru.ru_maxrss
-            err = read_text(errpath)
-            res.update(tool.parse(err, out))
-            if rc != 0 and tool.kind != "austin" and not (idle_seconds and rc == -2):
-                log("%s exited %s: %s" % (tool.label, rc, err.strip()[-500:]))
-            res["out_bytes"] = os.path.getsize(out) if os.path.exists(out) else 0
-            if held:
-                ns, cnt = held.stats()
-                res["bpf_run_ns"] = ns - res.get("bpf_ns0", 0)
-                res["bpf_run_cnt"] = cnt - res.get("bpf_cnt0", 0)
-        # CPUs kept busy by others during the work: all busy time less ours
-        # (the tool's CPU time prorated to the work's share of its life).
-        ours = res["target_cpu"]
-        if tool and res.get("tool_life"):
-            ours += res["tool_cpu"] * min(1.0, (m1 - m0) / res["tool_life"])
-        res["background_cpus"] = max(0.0, (b1 - b0) - ours) / max(1e-3, m1 - m0)
-    finally:
-        if held:
-            held.close()
-        for c in ws + ([p] if p else []):
-            if c.returncode is None:
-                kill_child(c)
-                reap(c, 30)
-    return res
+    def stop(self, interrupt=True):
+        """Stops the tool (SIGINT unless it ends by itself) and returns its figures."""
+        if interrupt:
+            kill_child(self.p, signal.SIGINT)
+        rc, ru = reap(self.p, 120)
+        err = read_text(self.errpath)
+        r = {"rc": rc, "tool_cpu": ru.ru_utime + ru.ru_stime, "tool_utime": ru.ru_utime,
+             "tool_stime": ru.ru_stime, "maxrss_kib": ru.ru_maxrss,
+             "out_bytes": os.path.getsize(self.out) if os.path.exists(self.out) else 0}
+        r.update(self.tool.parse(err, self.out))
+        if rc not in (0, -signal.SIGINT) and self.tool.kind != "austin":
+            log("%s exited %s: %s" % (self.tool.label, rc, err.strip()[-500:]))
+        if self.held:
+            ns, cnt = self.held.stats()
+            r["bpf_run_ns"], r["bpf_run_cnt"] = ns - self.stats0[0], cnt - self.stats0[1]
+            self.held.close()
+        if os.environ.get("BENCH_KEEP", "") in ("", "0") and os.path.exists(self.out):
+            os.unlink(self.out)
+        return r
 
 
 # ------------------------------------------------------------ experiments
@@ -465,89 +491,190 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def slowdown_group(ctx, name, py, workload, units, tools, rounds):
-    """A/B interleaved: per round B C1 B C2 ... Ck B (shuffled configs)."""
-    log("group %s: %s %s, %d configs x %d rounds" % (name, os.path.basename(py),
-                                                     workload, len(tools), rounds))
-    run_once(ctx, py, workload, units, None)          # warm-up, discarded
-    per = {i: [] for i in range(len(tools))}
-    baselines = []
-    background = []
-    for r in range(rounds):
-        order = list(range(len(tools)))
+def quartiles(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if len(xs) < 2:
+        return (xs[0], xs[0]) if xs else (None, None)
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def pairs(a, b, units, n, k0=0):
+    """n pairs of pieces, A first in even pairs (A B B A ...); each
+    (a_wall, a_cpu, b_wall, b_cpu, background CPUs)."""
+    out = []
+    for i in range(k0, k0 + n):
+        b0, m0 = busy_cpu_seconds(), time.monotonic()
+        if i % 2 == 0:
+            ra, rb = a.piece(units), b.piece(units)
+        else:
+            rb, ra = b.piece(units), a.piece(units)
+        wall = time.monotonic() - m0
+        bg = max(0.0, busy_cpu_seconds() - b0 - ra[1] - rb[1]) / wall
+        out.append((ra[0], ra[1], rb[0], rb[1], bg))
+    return out
+
+
+def quiet(ps):
+    return [x for x in ps if x[4] <= NOISY_BACKGROUND]
+
+
+def usable(ps, need=3):
+    """The pairs no other job disturbed, if there are enough of them."""
+    q = quiet(ps)
+    return q if len(q) >= need else ps
+
+
+def session(ctx, py, workload, units, tools):
+    """Fresh A and B; calibration pairs, then per tool: tool pairs with the
+    tool on A, calibration pairs again."""
+    a, b = Workload(ctx, py, workload), Workload(ctx, py, workload)
+    try:
+        pairs(a, b, units, 2)                       # warm-up
+        calib = pairs(a, b, units, CALIB_PAIRS)
+        out = []
+        for t in tools:
+            # While other jobs disturb too many pairs, run more (up to twice
+            # as many); only the undisturbed pairs count if there are enough.
+            att = Attached(ctx, t, [a.pid], NTHREADS[workload]) if t.kind != "none" else None
+            tp = pairs(a, b, units, TOOL_PAIRS)
+            while len(quiet(tp)) < TOOL_PAIRS // 2 and len(tp) < 2 * TOOL_PAIRS:
+                tp += pairs(a, b, units, 1, k0=len(tp))
+            # no tool: the noise floor of this very estimate
+            res = att.stop() if att else {"tool_cpu": 0.0, "maxrss_kib": 0, "out_bytes": 0}
+            after = pairs(a, b, units, CALIB_PAIRS)
+            cal, use = usable(calib + after), usable(tp)
+            r0w = med([x[0] / x[2] for x in cal])
+            r0c = med([x[1] / x[3] for x in cal])
+            res["slow_wall"] = [(x[0] / x[2] / r0w - 1) * 100 for x in use]
+            res["slow_cpu"] = [(x[1] / x[3] / r0c - 1) * 100 for x in use]
+            res["pairs_used"], res["pairs_run"] = len(use), len(tp)
+            res["calib_used"], res["calib_run"] = len(cal), len(calib + after)
+            res["calib_spread"] = [(x[0] / x[2] / r0w - 1) * 100 for x in cal]
+            res["background"] = [x[4] for x in tp + calib + after]
+            res["target_cpu"] = sum(x[1] for x in tp)
+            res["piece_wall_b"] = med([x[2] for x in tp])
+            out.append((t, res))
+            calib = after
+        return out
+    finally:
+        a.close()
+        b.close()
+
+
+def slowdown_group(ctx, name, py, workload, units, tools):
+    log("group %s: %s %s, %d configurations x %d sessions, %d units per piece"
+        % (name, os.path.basename(py), workload, len(tools), SESSIONS, units))
+    per = {id(t): [] for t in tools}
+    for s in range(SESSIONS):
+        order = list(tools)
         ctx.rng.shuffle(order)
-        prev = run_once(ctx, py, workload, units, None)
-        baselines.append(prev["elapsed"])
-        background.append(prev["background_cpus"])
-        for i in order:
-            res = run_once(ctx, py, workload, units, tools[i])
-            nxt = run_once(ctx, py, workload, units, None)
-            baselines.append(nxt["elapsed"])
-            background.append(nxt["background_cpus"])
-            background.append(res["background_cpus"])
-            base = (prev["elapsed"] + nxt["elapsed"]) / 2
-            base_cpu = (prev["target_cpu"] + nxt["target_cpu"]) / 2
-            res["ratio"] = res["elapsed"] / base
-            res["cpu_ratio"] = res["target_cpu"] / base_cpu
-            per[i].append(res)
-            prev = nxt
-        log("  round %d/%d done (%s)" % (r + 1, rounds, ", ".join(
-            "%s@%d %+.1f%%" % (tools[i].key, tools[i].hz, (per[i][-1]["ratio"] - 1) * 100)
-            for i in range(len(tools)))))
+        for t, res in session(ctx, py, workload, units, order):
+            per[id(t)].append(res)
+        log("  session %d/%d: %s" % (s + 1, SESSIONS, ", ".join(
+            "%s@%d %+.1f%%" % (t.key, t.hz, med(per[id(t)][-1]["slow_wall"])) for t in tools)))
     rows = []
-    for i, t in enumerate(tools):
-        runs = per[i]
-        slow = [(x["ratio"] - 1) * 100 for x in runs]
-        rows.append({
-            "group": name, "python": ctx.pyname[py], "workload": workload,
-            "tool": t.key, "label": t.label, "hz": t.hz,
-            "slowdown_med": med(slow), "slowdown_min": min(slow), "slowdown_max": max(slow),
-            "cpu_slowdown_med": med([(x["cpu_ratio"] - 1) * 100 for x in runs]),
-            "runs": runs,
-        })
-    # Per-sample cost as the slope between the lowest and highest rate of
-    # the same tool in the same round: fixed and per-stack costs cancel.
-    for t in set(r["tool"] for r in rows):
-        rs = sorted((r for r in rows if r["tool"] == t), key=lambda r: r["hz"])
-        if len(rs) < 2:
-            continue
-        lo, hi = rs[0]["runs"], rs[-1]["runs"]
-        slopes = [(b["tool_cpu"] - a["tool_cpu"]) / (b["samples"] - a["samples"]) * 1e6
-                  for a, b in zip(lo, hi)
-                  if a.get("samples") is not None and b.get("samples") is not None
-                  and b["samples"] > a["samples"]]
-        for r in rs:
-            r["user_us_slope"] = med(slopes)
-    return {"name": name, "python": ctx.pyname[py], "workload": workload,
-            "baseline_med": med(baselines), "baseline_min": min(baselines),
-            "baseline_max": max(baselines), "background_med": med(background),
-            "background_max": max(background), "rows": rows}
+    for t in tools:
+        rows.append({"group": name, "python": ctx.pyname[py], "workload": workload,
+                     "tool": t.key, "label": t.label, "hz": t.hz, "sessions": per[id(t)]})
+    return {"name": name, "python": ctx.pyname[py], "workload": workload, "units": units,
+            "rows": rows}
+
+
+def summarize_group(g, fixed):
+    rows = g["rows"]
+    bg, piece = [], []
+    for row in rows:
+        ss = row["sessions"]
+        w = [x for s in ss for x in s["slow_wall"]]
+        c = [x for s in ss for x in s["slow_cpu"]]
+        row["n_pairs"] = len(w)
+        row["pairs_run"] = sum(s["pairs_run"] for s in ss)
+        row["slowdown_med"], (row["slowdown_q1"], row["slowdown_q3"]) = med(w), quartiles(w)
+        row["slowdown_min"], row["slowdown_max"] = min(w), max(w)
+        row["cpu_slowdown_med"], (row["cpu_q1"], row["cpu_q3"]) = med(c), quartiles(c)
+        row["samples_med"] = med([s.get("samples") for s in ss])
+        row["lost_sum"] = sum(s.get("lost") or 0 for s in ss)
+        row["user_us_raw"] = med([s["tool_cpu"] / s["samples"] * 1e6 for s in ss
+                                  if s.get("samples")])
+        fx = fixed.get("%s/%s" % (row["python"], row["tool"]))
+        row["fixed_ms"] = None if fx is None else fx * 1e3
+        row["user_us"] = None if fx is None else med(
+            [(s["tool_cpu"] - fx) / s["samples"] * 1e6 for s in ss if s.get("samples")])
+        row["bpf_us"] = med([s["bpf_run_ns"] / s["bpf_run_cnt"] / 1e3 for s in ss
+                             if s.get("bpf_run_cnt")])
+        row["bpf_share"] = med([s["bpf_run_ns"] / 1e9 / s["target_cpu"] * 100 for s in ss
+                                if s.get("bpf_run_cnt") and s["target_cpu"]])
+        row["rss_mib"] = max(s["maxrss_kib"] for s in ss) / 1024
+        row["out_kib"] = med([s["out_bytes"] for s in ss]) / 1024
+        bg += [x for s in ss for x in s["background"]]
+        piece += [s["piece_wall_b"] for s in ss]
+    # Per extra sample: slope between the lowest rate and each other rate of
+    # the same tool, session by session (fixed and per-stack costs cancel);
+    # the lowest rate's row shows the slope to the next rate.
+    for tool in set(r["tool"] for r in rows):
+        rs = sorted((r for r in rows if r["tool"] == tool), key=lambda r: r["hz"])
+        for i, r in enumerate(rs):
+            if len(rs) < 2:
+                r["user_us_slope"] = None
+                continue
+            lo, hi = (rs[0], r) if i else (rs[0], rs[1])
+            r["user_us_slope"] = med([
+                (y["tool_cpu"] - x["tool_cpu"]) / (y["samples"] - x["samples"]) * 1e6
+                for x, y in zip(lo["sessions"], hi["sessions"])
+                if x.get("samples") is not None and y.get("samples") is not None
+                and y["samples"] > x["samples"]])
+    g["background_med"], g["background_max"] = med(bg), max(bg)
+    g["piece_med"] = med(piece)
+
+
+def run_once(ctx, py, units, tool, nprocs=1, idle_seconds=None):
+    """--wait mode: nprocs cpu workloads (and a tool) start, go, finish.
+    idle_seconds: leave the target idle that long, then stop the tool
+    (its fixed cost)."""
+    ws = [Workload(ctx, py, "cpu", 0 if idle_seconds else units) for _ in range(nprocs)]
+    res = {}
+    try:
+        att = Attached(ctx, tool, [w.pid for w in ws], nprocs) if tool else None
+        if idle_seconds:
+            time.sleep(idle_seconds)
+            res.update(att.stop())
+        for w in ws:
+            w.go()
+        el = [w.finish() for w in ws]
+        res["elapsed"] = max(e for e, _ in el)
+        res["target_cpu"] = sum(c for _, c in el)
+        if att and not idle_seconds:
+            res.update(att.stop(interrupt=False))   # it stops when the targets exit
+    finally:
+        for w in ws:
+            if w.p.returncode is None:
+                w.kill()
+    return res
 
 
 def fixed_costs(ctx, py, tools, seconds, reps):
     """CPU a tool uses attached to an idle target for `seconds`: start-up,
-    polling and writing, none of it per sample."""
+    polling and writing, nothing per sample."""
     res = {}
     for t in tools:
-        cpu = []
-        for _ in range(reps):
-            r = run_once(ctx, py, "cpu", 0, t, idle_seconds=seconds)
-            cpu.append(r["tool_cpu"])
-        res[t.key] = med(cpu)
-        log("fixed cost %s %s: %.1f ms CPU" % (ctx.pyname[py], t.key, res[t.key] * 1e3))
+        cpu = [run_once(ctx, py, 0, t, idle_seconds=seconds)["tool_cpu"] for _ in range(reps)]
+        res["%s/%s" % (ctx.pyname[py], t.key)] = med(cpu)
+        log("fixed cost %s %s: %.1f ms CPU" % (ctx.pyname[py], t.key, med(cpu) * 1e3))
     return res
 
 
 def max_rate(ctx, py, units, rates, native):
-    """Two busy single-threaded targets, one profiler: lost samples per -F."""
+    """Two busy single-threaded targets, one profiler: lost samples per -F,
+    up to the first loss."""
     out = []
-    limit = int(sysctl_get("kernel.perf_event_max_sample_rate"))
     for hz in rates:
+        limit = int(sysctl_get("kernel.perf_event_max_sample_rate"))
         if hz > limit:
             out.append({"hz": hz, "skipped": "kernel.perf_event_max_sample_rate=%d" % limit})
             break
         t = Tool("pyperf", hz, native)
-        r = run_once(ctx, py, "cpu", units, t, nprocs=2)
+        r = run_once(ctx, py, units, t, nprocs=2)
         r["hz"] = hz
         r["rate"] = (r["samples"] or 0) / r["elapsed"]
         out.append(r)
@@ -555,55 +682,17 @@ def max_rate(ctx, py, units, rates, native):
             t.key, hz, r["samples"] or 0, r["lost"], r["rate"]))
         if r["lost"] or r.get("rc"):
             break
-        limit = int(sysctl_get("kernel.perf_event_max_sample_rate"))
     return out
 
 
 # ---------------------------------------------------------------- report
 
-def cpu_model():
-    for line in read_text("/proc/cpuinfo").splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def cmd_out(argv):
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-
-
 def fmt(x, spec="%.1f", none="–"):
     return none if x is None else spec % x
 
 
-def per_sample_us(run, fixed=0.0):
-    if not run.get("samples"):
-        return None
-    return (run["tool_cpu"] - fixed) / run["samples"] * 1e6
-
-
-def summarize_row(row, fixed):
-    runs = row["runs"]
-    row["samples_med"] = med([r.get("samples") for r in runs])
-    row["lost_sum"] = sum(r.get("lost") or 0 for r in runs)
-    row["user_us_raw"] = med([per_sample_us(r) for r in runs])
-    fx = fixed.get((row["python"], row["tool"]))
-    row["fixed_ms"] = None if fx is None else fx * 1e3
-    row["user_us"] = None if fx is None else med([per_sample_us(r, fx) for r in runs])
-    bpf = [r["bpf_run_ns"] / r["bpf_run_cnt"] / 1e3 for r in runs if r.get("bpf_run_cnt")]
-    row["bpf_us"] = med(bpf)
-    bpf_ev = [r["bpf_run_ns"] / r["bpf_events"] / 1e3 for r in runs
-              if r.get("bpf_events") and r.get("bpf_run_ns") is not None]
-    row["bpf_us_per_event"] = med(bpf_ev)
-    row["rss_mib"] = max(r["maxrss_kib"] for r in runs) / 1024
-    row["out_kib"] = med([r["out_bytes"] for r in runs]) / 1024
-
-
 def budget_lines(res):
-    """[(budget, measured, met)] from the rows."""
+    """[(budget, measured, met)]."""
     rows = [r for g in res["groups"] for r in g["rows"]]
     main = res["main_python"]
     lines = []
@@ -617,23 +706,22 @@ def budget_lines(res):
             lim = BUDGETS[key]
             lines.append(("target slowdown ≤ %g%% at %d Hz, native (%s, %s)"
                           % (lim, hz, r["python"], r["workload"]),
-                          "%+.2f%% [%+.1f … %+.1f] (target CPU time %+.2f%%)" % (
-                              r["slowdown_med"], r["slowdown_min"], r["slowdown_max"],
-                              r["cpu_slowdown_med"]),
+                          "%+.2f%% wall [IQR %+.1f … %+.1f]; CPU time %+.2f%%; BPF alone %s%%"
+                          % (r["slowdown_med"], r["slowdown_q1"], r["slowdown_q3"],
+                             r["cpu_slowdown_med"], fmt(r["bpf_share"], "%.2f")),
                           r["slowdown_med"] <= lim))
     for tool, key, what in (("pyperf-nonative", "user_nonative", "Python-only"),
                             ("pyperf-native", "user_native", "native")):
         for r in pick(tool, 999, main):
             lim = BUDGETS[key]
             v = r.get("user_us_slope")
-            r99 = pick(tool, 99, main)
-            r99 = [x for x in r99 if x["workload"] == r["workload"]]
+            r99 = [x for x in pick(tool, 99, main) if x["workload"] == r["workload"]]
             lines.append(("user-space CPU ≤ %g µs/sample, %s (%s, %s)"
                           % (lim, what, r["python"], r["workload"]),
-                          "%s µs per extra sample (99→999 Hz); raw total/samples: "
-                          "%s µs at 999 Hz, %s µs at 99 Hz" % (
+                          "%s µs per extra sample (99→999 Hz); total/samples %s µs at "
+                          "999 Hz, %s µs at 99 Hz" % (
                               fmt(v), fmt(r["user_us_raw"]),
-                              fmt(r99[0]["user_us_raw"] if r99 else None)),
+                              fmt(r99[0]["user_us_raw"] if r99 else None, "%.0f")),
                           v is not None and v <= lim))
     for hz in (99, 999):
         for r in pick("pyperf-nonative", hz):
@@ -642,11 +730,11 @@ def budget_lines(res):
             lines.append(("BPF ≤ %g µs/sample, Python-only, %d Hz (%s, %s)"
                           % (lim, hz, r["python"], r["workload"]),
                           "%s µs" % fmt(v, "%.2f"), v is not None and v <= lim))
+    # Met when some run wrote at least the budget's samples per second with
+    # nothing lost, and no run at a lower -F lost any.
     mr = [x for x in res["max_rate"].get("pyperf-nonative", []) if "skipped" not in x]
     ok = [x for x in mr if not x["lost"] and not x.get("rc")]
     best = max(ok, key=lambda x: x["rate"]) if ok else None
-    # Met when a run wrote >= the budget's samples per second with nothing
-    # lost, and no run at a lower rate lost any.
     goal = BUDGETS["total_rate"]
     first = next((x for x in mr if x["rate"] >= goal), None)
     met = first is not None and all(x in ok for x in mr[:mr.index(first) + 1])
@@ -654,117 +742,113 @@ def budget_lines(res):
     lines.append(("0 lost at %d samples/s total, --no-native (2 busy targets)" % goal,
                   ("highest lossless: -F %d → %.0f samples/s written" % (best["hz"], best["rate"])
                    if best else "no lossless rate") +
-                  ("; first loss at -F %d (%d lost of %d)" % (
-                      lost[0]["hz"], lost[0]["lost"], lost[0]["lost"] + (lost[0]["samples"] or 0))
-                   if lost else "; none lost at any rate tried"), met))
-    allrss = [r["rss_mib"] for r in rows if r["tool"].startswith("pyperf")]
-    allrss += [x["maxrss_kib"] / 1024 for v in res["max_rate"].values() for x in v
-               if "maxrss_kib" in x]
-    if allrss:
+                  ("; first loss at -F %d (%d lost)" % (lost[0]["hz"], lost[0]["lost"])
+                   if lost else "; none lost up to -F %d" % mr[-1]["hz"] if mr else ""), met))
+    rss = [r["rss_mib"] for r in rows if r["tool"].startswith("pyperf")]
+    rss += [x["maxrss_kib"] / 1024 for v in res["max_rate"].values() for x in v
+            if "maxrss_kib" in x]
+    if rss:
         lines.append(("profiler peak RSS ≤ %g MiB (all runs)" % BUDGETS["rss_mib"],
-                      "%.1f MiB" % max(allrss), max(allrss) <= BUDGETS["rss_mib"]))
+                      "%.1f MiB" % max(rss), max(rss) <= BUDGETS["rss_mib"]))
     return lines
 
 
 def write_markdown(res, path, plot_rel):
     L = []
     m = res["machine"]
-    L.append("# pyperf-pprof benchmarks")
-    L.append("")
-    L.append("Generated by `make bench` (`bench/run.py`%s); do not edit by hand."
-             % (", BENCH_QUICK=1: smoke run, indicative only" if res["quick"] else ""))
-    L.append("")
-    L.append("## Machine")
-    L.append("")
-    L.append("| | |")
-    L.append("|---|---|")
+    bgs = [g["background_med"] for g in res["groups"]]
+    noisy = max(bgs) > NOISY_BACKGROUND
+    L += ["# pyperf-pprof benchmarks", "",
+          "Generated by `make bench` (`bench/run.py`%s); do not edit by hand. "
+          "Numbers are for the machine below only."
+          % (", `BENCH_QUICK=1`: a smoke run, indicative only" if res["quick"] else ""), ""]
+    if noisy:
+        L += ["> **Disturbed run:** other jobs kept %.2f–%.2f CPUs of %d busy during the "
+              "timings (median per group). Slowdowns of a few percent are within the noise "
+              "here (see the IQRs); the CPU-time and *BPF alone* figures are less "
+              "affected. Rerun `make bench` on a quiet machine for the slowdown budgets."
+              % (min(bgs), max(bgs), m["ncpu"]), ""]
+    L += ["## Machine", "", "| | |", "|---|---|"]
     for k, v in (("date", m["date"]), ("CPU", "%s, %d CPUs" % (m["cpu"], m["ncpu"])),
                  ("kernel", m["kernel"]), ("OS", m["os"]),
                  ("profiler", m["profiler"]), ("perf", m["perf"]), ("austin", m["austin"]),
-                 ("interpreters", "; ".join("%s = `%s`" % (k2, v2) for k2, v2 in
+                 ("interpreters", "; ".join("%s `%s`" % (k2, v2) for k2, v2 in
                                             m["pythons"].items())),
-                 ("event", "cpu-clock (this machine has no hardware cycles counter)"),
-                 ("work per run", ", ".join("%s: %d units" % (k2, v2) for k2, v2 in
-                                            res["units"].items())),
+                 ("event", "cpu-clock (no hardware cycles counter here)"),
                  ("load average", "%s at start, %s at end" % (m["load_start"], m["load_end"])),
-                 ("bench time", "%.1f min, %d rounds per configuration" % (
-                     res["seconds"] / 60, res["rounds"]))):
+                 ("run", "%.1f min; %d sessions × %d tool pairs per configuration, nice %d"
+                  % (res["seconds"] / 60, res["sessions"], res["tool_pairs"], res["nice"]))):
         L.append("| %s | %s |" % (k, v))
-    L.append("")
-    L.append("## Budgets")
-    L.append("")
-    L.append("| budget | measured | |")
-    L.append("|---|---|---|")
+    L += ["", "## Budgets", "", "| budget | measured | |", "|---|---|---|"]
     for what, val, ok in res["budgets"]:
         L.append("| %s | %s | %s |" % (what, val, "met" if ok else "**not met**"))
-    L.append("")
-    L.append("## Overhead")
-    L.append("")
-    L.append("*Slowdown (wall)*: the workload's own timing of its fixed amount of work "
-             "with the tool attached against without, A/B interleaved, each run against "
-             "the mean of the baselines either side; median over rounds [min … max]. "
-             "*Slowdown (CPU)*: the same ratio for the target's CPU time "
-             "(`time.process_time()`, which includes the BPF program: it runs in the "
-             "target's context), less disturbed by other jobs. "
-             "*Tool µs/sample*: the tool's user+sys time (wait4 rusage) per sample "
-             "written: *raw*; *less fixed*, less the CPU the same tool uses attached to an "
-             "idle target (start-up, BPF load, writing: the *fixed ms* column); *per extra "
-             "sample*, the slope (CPU at 999 Hz − CPU at 99 Hz) / (samples at 999 − at 99) "
-             "within a round, which also cancels one-off costs per distinct stack "
-             "(symbol reads, interning, encoding). *BPF µs/run*: `run_time_ns / run_cnt` "
-             "of `on_sample` (bpf_stats_enabled). *Peak RSS*: the tool's ru_maxrss. "
-             "*Output*: profile, perf.data or austin output size.")
-    L.append("")
+    L += ["", "## Overhead", "",
+          "*Slowdown*: pieces of fixed work timed by the workload itself, alternately "
+          "in a process the tool is attached to (A) and in an identical one it is not "
+          "(B), A/B relative to the same ratio without the tool just before and after; "
+          "median [IQR] over the pairs of all sessions (*pairs*: used/run; a pair during "
+          "which other jobs kept more than %.2f CPUs busy is left out when enough others "
+          "are not, and more pairs are run while too many are disturbed), wall-clock "
+          "and the target's CPU "
+          "time (`time.process_time()`; the BPF program runs in the target's context so "
+          "it is included). *BPF alone*: `on_sample`'s run time over the target's CPU "
+          "time, the part of the slowdown that is the program itself. "
+          "*Tool µs/sample*: the tool's user+sys CPU (wait4 rusage) per sample written: "
+          "*raw*; *less fixed*, less what the tool uses attached to an idle target "
+          "(start-up, BPF load and verification, writing: *fixed ms*); *per extra "
+          "sample*, (CPU at the higher rate − at 99 Hz) / (samples at higher − at 99 Hz) "
+          "per session, which also cancels one-off costs per distinct stack. "
+          "*BPF µs/run*: `run_time_ns / run_cnt` of `on_sample` (bpftool, "
+          "bpf_stats_enabled). *RSS*: the tool's ru_maxrss. *Output*: the profile, "
+          "perf.data or austin's text." % NOISY_BACKGROUND, ""]
     for g in res["groups"]:
-        L.append("### %s, `%s` workload" % (g["python"], g["workload"]))
-        L.append("")
-        L.append("Baseline %.2f s [%.2f … %.2f]; other jobs kept %.2f CPUs busy during "
-                 "the runs (median; max %.2f)." % (
-                     g["baseline_med"], g["baseline_min"], g["baseline_max"],
-                     g["background_med"], g["background_max"]))
-        L.append("")
-        L.append("| tool | Hz | slowdown (wall) | slowdown (CPU) | samples | lost | "
-                 "tool µs/sample raw | less fixed | per extra sample | fixed ms | BPF µs/run | "
-                 "peak RSS MiB | output KiB |")
-        L.append("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        L += ["### %s, `%s` workload" % (g["python"], g["workload"]), "",
+              "%d units per piece, %.2f s (median, no tool); other jobs kept %.2f CPUs busy "
+              "(median; max %.2f)." % (g["units"], g["piece_med"], g["background_med"],
+                                      g["background_max"]), "",
+              "| tool | Hz | pairs | slowdown wall | slowdown CPU | BPF alone | samples | lost | "
+              "tool µs/sample raw | less fixed | per extra sample | fixed ms | BPF µs/run | "
+              "peak RSS MiB | output KiB |",
+              "|---|--:|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
         for r in sorted(g["rows"], key=lambda r: (r["hz"], r["tool"])):
-            L.append("| %s | %d | %+.2f%% [%+.1f … %+.1f] | %+.2f%% | %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f |" % (
-                r["label"], r["hz"], r["slowdown_med"], r["slowdown_min"], r["slowdown_max"],
-                r["cpu_slowdown_med"], fmt(r["samples_med"], "%.0f"), r["lost_sum"],
-                fmt(r["user_us_raw"]), fmt(r["user_us"]), fmt(r.get("user_us_slope")),
-                fmt(r["fixed_ms"], "%.0f"), fmt(r["bpf_us"], "%.2f"), r["rss_mib"],
-                r["out_kib"]))
+            if r["tool"] == "none":
+                L.append("| %s | – | %d/%d | %+.2f%% [%+.1f … %+.1f] | %+.2f%% [%+.1f … %+.1f] |%s" % (
+                    r["label"], r["n_pairs"], r["pairs_run"], r["slowdown_med"], r["slowdown_q1"], r["slowdown_q3"],
+                    r["cpu_slowdown_med"], r["cpu_q1"], r["cpu_q3"], " |" * 10))
+                continue
+            L.append("| %s | %d | %d/%d | %+.2f%% [%+.1f … %+.1f] | %+.2f%% [%+.1f … %+.1f] | %s "
+                     "| %s | %d | %s | %s | %s | %s | %s | %.1f | %.1f |" % (
+                         r["label"], r["hz"], r["n_pairs"], r["pairs_run"], r["slowdown_med"], r["slowdown_q1"],
+                         r["slowdown_q3"], r["cpu_slowdown_med"], r["cpu_q1"], r["cpu_q3"],
+                         fmt(r["bpf_share"], "%.2f%%"), fmt(r["samples_med"], "%.0f"),
+                         r["lost_sum"], fmt(r["user_us_raw"]), fmt(r["user_us"]),
+                         fmt(r.get("user_us_slope")), fmt(r["fixed_ms"], "%.0f"),
+                         fmt(r["bpf_us"], "%.2f"), r["rss_mib"], r["out_kib"]))
         L.append("")
-    L.append("## Highest lossless rate")
-    L.append("")
-    L.append("Two single-threaded `cpu` workloads (%s) busy on the %d CPUs, one "
-             "pyperf-pprof for both; samples/s is what was written per second of "
-             "the workloads' run. The ring buffer is the default 8 MiB."
-             % (res["main_python"], m["ncpu"]))
-    L.append("")
-    L.append("| mode | -F Hz | samples | samples/s | lost | BPF µs/run | tool µs/sample raw | "
-             "peak RSS MiB |")
-    L.append("|---|--:|--:|--:|--:|--:|--:|--:|")
+    L += ["## Highest lossless rate", "",
+          "Two single-threaded `cpu` workloads (%s, %d units each) on the %d CPUs, one "
+          "pyperf-pprof for both, default 8 MiB ring buffer; up to the first loss. "
+          "With `-F HZ` each CPU samples HZ times per second while a target runs on it, so "
+          "the total is HZ × busy CPUs; *samples/s* is what was written per second of the "
+          "targets' run (they share the CPUs with the profiler and other jobs)."
+          % (res["main_python"], res["maxrate_units"], m["ncpu"]), "",
+          "| mode | -F Hz | samples | samples/s | lost | BPF µs/run | tool µs/sample raw | "
+          "peak RSS MiB |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for mode, runs in res["max_rate"].items():
         for x in runs:
             if "skipped" in x:
-                L.append("| %s | %d | – | – | – | – | – | skipped: %s |" % (mode, x["hz"], x["skipped"]))
+                L.append("| %s | %d | – | – | – | – | – | skipped: %s |"
+                         % (mode, x["hz"], x["skipped"]))
                 continue
             bpf = x["bpf_run_ns"] / x["bpf_run_cnt"] / 1e3 if x.get("bpf_run_cnt") else None
+            raw = x["tool_cpu"] / x["samples"] * 1e6 if x.get("samples") else None
             L.append("| %s | %d | %d | %.0f | %d | %s | %s | %.1f |" % (
                 mode, x["hz"], x["samples"] or 0, x["rate"], x["lost"], fmt(bpf, "%.2f"),
-                fmt(per_sample_us(x)), x["maxrss_kib"] / 1024))
+                fmt(raw), x["maxrss_kib"] / 1024))
     L.append("")
     if plot_rel:
-        L.append("## Plot")
-        L.append("")
-        L.append("![target slowdown against sampling frequency](%s)" % plot_rel)
-        L.append("")
-    L.append("## Notes")
-    L.append("")
-    for n in res["notes"]:
-        L.append("* " + n)
-    L.append("")
+        L += ["## Plot", "", "![target slowdown against sampling frequency](%s)" % plot_rel, ""]
+    L += ["## Notes", ""] + ["* " + n for n in res["notes"]] + [""]
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(L))
     os.replace(path + ".tmp", path)
@@ -779,31 +863,32 @@ def plot(res, path):
         log("python3-matplotlib is missing: no plot (apt-get install python3-matplotlib)")
         return False
     groups = res["groups"]
-    fig, axes = plt.subplots(2, len(groups), figsize=(5.0 * len(groups), 8.0),
+    fig, axes = plt.subplots(2, len(groups), figsize=(5.0 * len(groups), 8.2),
                              sharex=True, squeeze=False)
-    styles = {"pyperf-nonative": ("tab:blue", "o"), "pyperf-native": ("tab:green", "s"),
+    styles = {"none": ("grey", "."), "pyperf-nonative": ("tab:blue", "o"), "pyperf-native": ("tab:green", "s"),
               "perf": ("tab:red", "^"), "austin": ("tab:purple", "D")}
     order = list(styles)
     handles = {}
     for col, g in enumerate(groups):
         tools = sorted(set(r["tool"] for r in g["rows"]),
                        key=lambda t: order.index(t) if t in order else 99)
-        for row, (key, what) in enumerate((("slowdown", "wall-clock"),
-                                           ("cpu_slowdown", "target CPU time"))):
+        ctl = [r for r in g["rows"] if r["tool"] == "none"]
+        tools = [t for t in tools if t != "none"]
+        for row, (k, what) in enumerate(((("slowdown_med", "slowdown_q1", "slowdown_q3"),
+                                          "wall-clock"),
+                                         (("cpu_slowdown_med", "cpu_q1", "cpu_q3"),
+                                          "target CPU time"))):
             ax = axes[row][col]
+            if ctl:
+                h = ax.axhspan(ctl[0][k[1]], ctl[0][k[2]], color="grey", alpha=0.18, lw=0,
+                               label="no tool, A/A control: IQR (the noise)")
+                handles.setdefault(h.get_label(), h)
             for i, t in enumerate(tools):
                 rs = sorted((r for r in g["rows"] if r["tool"] == t), key=lambda r: r["hz"])
                 xs = [r["hz"] * (1 + 0.05 * (i - (len(tools) - 1) / 2)) for r in rs]  # dodge
+                ys = [r[k[0]] for r in rs]
+                err = [[r[k[0]] - r[k[1]] for r in rs], [r[k[2]] - r[k[0]] for r in rs]]
                 c, mk = styles.get(t, ("black", "x"))
-                if key == "slowdown":
-                    ys = [r["slowdown_med"] for r in rs]
-                    err = [[r["slowdown_med"] - r["slowdown_min"] for r in rs],
-                           [r["slowdown_max"] - r["slowdown_med"] for r in rs]]
-                else:
-                    ys = [r["cpu_slowdown_med"] for r in rs]
-                    cs = [[(x["cpu_ratio"] - 1) * 100 for x in r["runs"]] for r in rs]
-                    err = [[y - min(v) for y, v in zip(ys, cs)],
-                           [max(v) - y for y, v in zip(ys, cs)]]
                 h = ax.errorbar(xs, ys, yerr=err, color=c, marker=mk, capsize=3,
                                 label=rs[0]["label"])
                 handles.setdefault(rs[0]["label"], h)
@@ -818,13 +903,16 @@ def plot(res, path):
             if row == 1:
                 ax.set_xlabel("sampling frequency (Hz)")
             if col == 0:
-                ax.set_ylabel("target slowdown (%%), %s\nmedian, bars min–max" % what)
+                ax.set_ylabel("target slowdown (%%), %s\nmedian and IQR" % what)
     fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
-               ncol=min(5, len(handles)), fontsize=9, frameon=False)
-    fig.suptitle("Target slowdown against sampling frequency — %s, %d CPUs, %s%s" % (
+               ncol=min(3, len(handles)), fontsize=9, frameon=False)
+    bgs = [g["background_med"] for g in groups]
+    fig.suptitle("Target slowdown against sampling frequency — %s, %d CPUs, %s%s%s" % (
         res["machine"]["cpu"], res["machine"]["ncpu"], res["machine"]["date"][:10],
-        " (quick run)" if res["quick"] else ""), fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+        " (quick run)" if res["quick"] else "",
+        "\nother jobs kept %.1f CPUs busy during the timings" % max(bgs)
+        if max(bgs) > NOISY_BACKGROUND else ""), fontsize=11)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path + ".tmp.png", dpi=100)
     plt.close(fig)
     os.replace(path + ".tmp.png", path)
@@ -837,47 +925,84 @@ class Ctx:
     pass
 
 
-def pyversion(py):
-    return cmd_out([py, "-c", "import platform; print(platform.python_version())"])
+def cmd_out(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
-def git_desc(srcdir):
-    d = cmd_out(["git", "-C", srcdir, "describe", "--always", "--dirty"])
-    return d or "unknown"
+def cpu_model():
+    for line in read_text("/proc/cpuinfo").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def write_outputs(res, md, png):
+    res["budgets"] = budget_lines(res)
+    rel = os.path.relpath(png, os.path.dirname(md)) if plot(res, png) else None
+    write_markdown(res, md, rel)
+
+
+def measure(ctx, res, py311, py38, have_austin, units):
+    rates = SLOW_RATES
+    base = [Tool(k, hz, n) for hz in rates for (k, n) in
+            (("pyperf", False), ("pyperf", True), ("perf", False))]
+    extra = [Tool(k, hz, n) for hz in PLOT_RATES for (k, n) in
+             (("pyperf", False), ("pyperf", True), ("perf", False))]
+
+    fixed = {}
+    for py in ctx.pyname:
+        fixed.update(fixed_costs(ctx, py, [Tool("pyperf", 999, False), Tool("pyperf", 999, True),
+                                           Tool("perf", 999)], 1.0 if QUICK else 2.0,
+                                 1 if QUICK else 2))
+    res["fixed"] = fixed
+    ctl = [Tool("none", 99)]
+    groups = [("py311-cpu", py311, "cpu", ctl + base + extra),
+              ("py311-threads", py311, "threads", ctl + base)]
+    if py38 in ctx.pyname:
+        groups.append(("py38-cpu", py38, "cpu", ctl + base + (
+            [Tool("austin", hz) for hz in rates] if have_austin else [])))
+    for name, py, wl, tools in groups:
+        g = slowdown_group(ctx, name, py, wl, units[py], tools)
+        summarize_group(g, fixed)
+        res["groups"].append(g)
+    mu = int(MAXRATE_UNITS * MAXRATE_SCALE * ctx.scale)
+    res["maxrate_units"] = mu
+    res["max_rate"]["pyperf-nonative"] = max_rate(ctx, py311, mu, MAXRATE_RATES, False)
+    if not QUICK:
+        res["max_rate"]["pyperf-native"] = max_rate(ctx, py311, mu, MAXRATE_RATES, True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--profiler")
-    ap.add_argument("--from-json", metavar="FILE",
-                    help="only rewrite the table and plot from a run's results.json")
+    ap.add_argument("--profiler", help="the pyperf-pprof binary (copied before use)")
     ap.add_argument("--srcdir", default=os.path.dirname(HERE))
-    ap.add_argument("--out", default=None, help="markdown table (default BENCHMARKS.md in srcdir)")
-    ap.add_argument("--plot", default=None, help="PNG (default bench/overhead.png in srcdir)")
+    ap.add_argument("--out", help="markdown table (default BENCHMARKS.md in srcdir)")
+    ap.add_argument("--plot", help="PNG (default bench/overhead.png in srcdir)")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="only redraw the table and plot from a run's results.json")
     args = ap.parse_args()
     if args.from_json:
         with open(args.from_json) as f:
             res = json.load(f)
         md = os.path.abspath(args.out or "BENCHMARKS.md")
         png = os.path.abspath(args.plot or "overhead.png")
-        res["budgets"] = budget_lines(res)
-        rel = os.path.relpath(png, os.path.dirname(md)) if plot(res, png) else None
-        write_markdown(res, md, rel)
-        log("wrote %s" % md)
+        write_outputs(res, md, png)
+        log("wrote %s and %s" % (md, png))
         return
     if not args.profiler:
         ap.error("--profiler is required")
-
     if os.geteuid() != 0:
         die("run as root (BPF, perf events, bpf_stats_enabled)")
-    for tool in ("perf", "bpftool"):
+    for tool, pkg in (("perf", "linux-perf"), ("bpftool", "bpftool")):
         if not shutil.which(tool):
-            die("%s not found: apt-get install linux-perf bpftool" % tool)
+            die("%s not found: apt-get install %s" % (tool, pkg))
     if QUICK:
         outdir = os.path.abspath("bench-quick")
         os.makedirs(outdir, exist_ok=True)
-        md = os.path.join(outdir, "BENCHMARKS.md")
-        png = os.path.join(outdir, "overhead.png")
+        md, png = os.path.join(outdir, "BENCHMARKS.md"), os.path.join(outdir, "overhead.png")
     else:
         md = os.path.abspath(args.out or os.path.join(args.srcdir, "BENCHMARKS.md"))
         png = os.path.abspath(args.plot or os.path.join(args.srcdir, "bench", "overhead.png"))
@@ -885,92 +1010,52 @@ def main():
     ctx = Ctx()
     ctx.workdir = tempfile.mkdtemp(prefix="pyperf-bench-")
     ctx.profiler = os.path.join(ctx.workdir, "pyperf-pprof")
-    shutil.copy2(args.profiler, ctx.profiler)   # immune to rebuilds during the run
+    shutil.copy2(args.profiler, ctx.profiler)       # immune to rebuilds during the run
     ctx.rng = random.Random(int(os.environ.get("BENCH_SEED", "7")))
+    ctx.scale = float(os.environ.get("BENCH_SCALE", "1"))
+    global SESSIONS
+    SESSIONS = int(os.environ.get("BENCH_SESSIONS", SESSIONS))
     py311 = os.environ.get("BENCH_PY311", "/usr/bin/python3")
     py38 = os.environ.get("BENCH_PY38", "/root/.pyenv/versions/3.8.18/bin/python3.8")
     ctx.pyname = {}
     for py in (py311, py38):
         if os.access(py, os.X_OK):
-            ctx.pyname[py] = "Python " + pyversion(py)
+            ctx.pyname[py] = "Python " + cmd_out(
+                [py, "-c", "import platform; print(platform.python_version())"])
     if py311 not in ctx.pyname:
         die("%s not found" % py311)
     have_austin = shutil.which("austin") is not None and py38 in ctx.pyname
-    rounds = int(os.environ.get("BENCH_ROUNDS", "2" if QUICK else "5"))
-    scale = float(os.environ.get("BENCH_SCALE", "1"))
-    table = UNITS_QUICK if QUICK else UNITS_FULL
-    units = {py311: int(table["3.11"] * scale), py38: int(table["3.8"] * scale)}
+    units = {py311: int(PIECE_UNITS["3.11"] * PIECE_SCALE * ctx.scale),
+             py38: int(PIECE_UNITS["3.8"] * PIECE_SCALE * ctx.scale)}
+    pin_cpu = setup_pinning()
     nice = int(os.environ.get("BENCH_NICE", "-10"))
     if nice:
         os.setpriority(os.PRIO_PROCESS, 0, nice)    # children inherit it
     notes = []
-
+    res = {"quick": QUICK, "sessions": SESSIONS, "tool_pairs": TOOL_PAIRS,
+           "calib_pairs": CALIB_PAIRS, "nice": nice, "pin_cpu": pin_cpu, "groups": [], "max_rate": {},
+           "main_python": ctx.pyname[py311], "notes": notes}
     sysctls = Sysctls()
-
-    def on_signal(sig, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGTERM, lambda sig, frame: (_ for _ in ()).throw(KeyboardInterrupt))
     t0 = time.monotonic()
     load_start = " ".join(read_text("/proc/loadavg").split()[:3])
-    res = {"quick": QUICK, "rounds": rounds, "units": {ctx.pyname.get(k, k): v for k, v in units.items()},
-           "nice": nice, "groups": [], "max_rate": {},
-           "main_python": ctx.pyname[py311], "notes": notes}
+    log("work dir %s; %s units per piece, %d sessions, nice %d" % (
+        ctx.workdir, "/".join(str(units[p]) for p in ctx.pyname), SESSIONS, nice))
     try:
         sysctls.set("kernel.bpf_stats_enabled", 1)
-        sysctls.remember("kernel.perf_event_max_sample_rate")
-        orig_rate = sysctls.saved["kernel.perf_event_max_sample_rate"]
-
-        rates = [99, 999]
-        pyperf_tools = [Tool("pyperf", hz, n) for hz in rates for n in (False, True)]
-        perf_tools = [Tool("perf", hz) for hz in rates]
-
-        log("work dir %s; %s units per run, %d rounds, nice %d" % (
-            ctx.workdir, "/".join(str(units[p]) for p in ctx.pyname), rounds, nice))
-        # Fixed (per-run, not per-sample) cost of each tool, idle target.
-        idle_s = 1.0 if QUICK else 2.0
-        reps = 1 if QUICK else 2
-        fixed = {}
-        for py in ctx.pyname:
-            fc = fixed_costs(ctx, py, [Tool("pyperf", 999, False), Tool("pyperf", 999, True),
-                                       Tool("perf", 999)], idle_s, reps)
-            for k, v in fc.items():
-                fixed[(ctx.pyname[py], k)] = v
-
-        groups = [("py311-cpu", py311, "cpu", pyperf_tools + perf_tools),
-                  ("py311-threads", py311, "threads", pyperf_tools + perf_tools)]
-        if py38 in ctx.pyname:
-            groups.append(("py38-cpu", py38, "cpu", pyperf_tools + perf_tools +
-                           ([Tool("austin", hz) for hz in rates] if have_austin else [])))
-        if not have_austin:
-            notes.append("austin or the 3.8 interpreter is missing: no austin comparison "
-                         "(apt-get install austin)")
-        for name, py, wl, tools in groups:
-            g = slowdown_group(ctx, name, py, wl, units[py], tools, rounds)
-            for r in g["rows"]:
-                summarize_row(r, fixed)
-            res["groups"].append(g)
-
-        mr_rates = [999, 5000, 9999, 19999] if QUICK else [99, 999, 2999, 5000, 9999, 19999]
-        mr_units = units[py311]
-        res["max_rate"]["pyperf-nonative"] = max_rate(ctx, py311, mr_units, mr_rates, False)
-        if not QUICK:
-            res["max_rate"]["pyperf-native"] = max_rate(ctx, py311, mr_units, mr_rates, True)
-        res["max_sample_rate_after"] = sysctl_get("kernel.perf_event_max_sample_rate")
+        orig_rate = sysctls.remember("kernel.perf_event_max_sample_rate")
+        measure(ctx, res, py311, py38, have_austin, units)
+        rate_after = sysctl_get("kernel.perf_event_max_sample_rate")
     except KeyboardInterrupt:
         log("interrupted")
-        for c in list(children):
-            kill_child(c)
-        sysctls.restore()
         sys.exit(130)
     finally:
         for c in list(children):
-            if c.returncode is None:
-                kill_child(c)
-                try:
-                    reap(c, 10)
-                except RuntimeError:
-                    pass
+            kill_child(c)
+            try:
+                reap(c, 10)
+            except RuntimeError:
+                pass
         sysctls.restore()
 
     res["seconds"] = time.monotonic() - t0
@@ -978,7 +1063,8 @@ def main():
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "cpu": cpu_model(), "ncpu": os.cpu_count(), "kernel": platform.release(),
         "os": "Debian " + read_text("/etc/debian_version").strip(),
-        "profiler": "pyperf-pprof %s" % git_desc(args.srcdir),
+        "profiler": "pyperf-pprof %s" % (cmd_out(["git", "-C", args.srcdir, "describe",
+                                                  "--always", "--dirty"]) or "unknown"),
         "perf": cmd_out(["perf", "--version"]),
         "austin": cmd_out(["austin", "--version"]) if have_austin else "not run",
         "pythons": {v: k for k, v in ctx.pyname.items()},
@@ -987,38 +1073,42 @@ def main():
     }
     if nice:
         notes.append("The bench runs at nice %d (workloads and tools inherit it) so that "
-                     "other jobs on the machine disturb the timings less." % nice)
-    notes.append("Each run's tool is started on the waiting workload and is sampling "
-                 "before the work starts; pyperf-pprof runs with `-d 0 -v` and stops "
-                 "when the target exits.")
-    notes.append("perf record uses `-e cpu-clock --call-graph dwarf` (8 KiB of stack "
+                     "other jobs disturb the timings less." % nice)
+    if pin_cpu is not None:
+        notes.append("Targets are pinned to CPU %d and the tools to the other CPUs, so "
+                     "that A and B always run on the same CPU. The BPF program and the "
+                     "perf interrupt run on the target's CPU wherever the tool is."
+                     % pin_cpu)
+    notes.append("Workloads run with PYTHONHASHSEED=0. Each tool is attached to the "
+                 "waiting target and sampling before its first timed piece; pyperf-pprof "
+                 "runs with `-d 0 -v` and is stopped with SIGINT, which writes the profile.")
+    notes.append("perf record uses `-e cpu-clock --call-graph dwarf` (8 KiB of user stack "
                  "per sample); pyperf-pprof's native mode copies up to 16 KiB.")
-    notes.append("austin %s supports CPython ≤ 3.8, hence the 3.8 group; its interval "
-                 "is 1e6/Hz µs of wall time and it samples idle threads too." %
-                 res["machine"]["austin"].replace("austin ", ""))
+    if have_austin:
+        notes.append("%s supports CPython ≤ 3.8, hence the 3.8 group. Its `-i` interval "
+                     "is 10^6/Hz µs of wall-clock time and it samples idle threads too, "
+                     "so its sample count is not comparable one to one." %
+                     res["machine"]["austin"])
+    else:
+        notes.append("austin or the 3.8 interpreter is missing: no austin comparison "
+                     "(apt-get install austin).")
     notes.append("The 4-thread workload holds the GIL in turn: about one CPU busy. The "
-                 "lossless-rate test uses two processes to keep both CPUs busy: with "
-                 "`-F HZ` each CPU samples HZ times per second, so the total is HZ × busy "
-                 "CPUs.")
-    if res.get("max_sample_rate_after", orig_rate) != orig_rate:
-        notes.append("kernel.perf_event_max_sample_rate was lowered by the kernel during "
-                     "the run (to %s) and restored." % res["max_sample_rate_after"])
-    res["budgets"] = budget_lines(res)
-    plotted = plot(res, png)
-    rel = os.path.relpath(png, os.path.dirname(md)) if plotted else None
-    write_markdown(res, md, rel)
+                 "lossless-rate test uses two processes to keep both CPUs busy.")
+    if rate_after != orig_rate:
+        notes.append("The kernel lowered kernel.perf_event_max_sample_rate to %s during the "
+                     "run (perf interrupts took too long); restored to %s."
+                     % (rate_after, orig_rate))
+    write_outputs(res, md, png)
     with open(os.path.join(ctx.workdir, "results.json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
-    log("wrote %s%s; raw results in %s/results.json" % (md, " and " + png if plotted else "",
-                                                       ctx.workdir))
+    log("wrote %s and %s; raw results in %s/results.json" % (md, png, ctx.workdir))
     for what, val, ok in res["budgets"]:
         print("%-9s %s: %s" % ("met" if ok else "NOT MET", what, val))
     if os.environ.get("BENCH_KEEP", "") in ("", "0"):
+        os.unlink(ctx.profiler)
         for f in os.listdir(ctx.workdir):
-            if f != "results.json":
-                p = os.path.join(ctx.workdir, f)
-                if os.path.isfile(p):
-                    os.unlink(p)
+            if f.endswith(".err"):
+                os.unlink(os.path.join(ctx.workdir, f))
 
 
 if __name__ == "__main__":

@@ -278,7 +278,7 @@ static __always_inline __u32 copy_user_stack(struct bpf_perf_event_data *ctx,
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 *g = s->h.regs, end = 0, len;
+	__u64 *g = s->h.regs, end = 0, len, first, off, chunk;
 	struct pt_regs u;
 	void *dst;
 
@@ -293,8 +293,10 @@ static __always_inline __u32 copy_user_stack(struct bpf_perf_event_data *ctx,
 	g[PYREG_AX] = u.ax; g[PYREG_CX] = u.cx; g[PYREG_DX] = u.dx; g[PYREG_SI] = u.si;
 	g[PYREG_DI] = u.di; g[PYREG_R8] = u.r8; g[PYREG_R9] = u.r9; g[PYREG_R10] = u.r10;
 	g[PYREG_R11] = u.r11;
-	if (bpf_find_vma(task, u.sp, vma_end_cb, &end, 0) || end <= u.sp)
+	if (bpf_find_vma(task, u.sp, vma_end_cb, &end, 0) || end <= u.sp) {
+		stat_inc(STAT_VMA_ERR);
 		goto fail;
+	}
 	len = end - u.sp;
 	if (len > stack_bytes)
 		len = stack_bytes;
@@ -303,9 +305,24 @@ static __always_inline __u32 copy_user_stack(struct bpf_perf_event_data *ctx,
 	if (n > PYPERF_MAX_FRAMES || len == 0)
 		goto fail;
 	dst = (void *)s->frames + (__u64)n * sizeof(struct py_frame_rec);
-	if (bpf_probe_read_user(dst, len, (const void *)u.sp))
-		goto fail;
+	if (!bpf_probe_read_user(dst, len, (const void *)u.sp))
+		return (__u32)len;
+	/* Live frames can hold pages never touched (a large local buffer), and
+	 * the copy cannot fault them in: copy page by page. A page that fails
+	 * comes back zeroed, which is what an untouched page holds. */
+	first = 4096 - (u.sp & 4095);
+	if (bpf_probe_read_user(dst, first, (const void *)u.sp))
+		goto read_fail;		/* not even sp's own page */
+	stat_inc(STAT_STACK_PARTIAL);
+	for (off = first; off < len && off < PYPERF_MAX_STACK; off += 4096) {
+		chunk = len - off > 4096 ? 4096 : len - off;
+		bpf_probe_read_user(dst + (off & (PYPERF_MAX_STACK - 1)), chunk & 8191,
+				    (const void *)(u.sp + off));
+	}
 	return (__u32)len;
+read_fail:
+	stat_inc(STAT_STACK_READ_ERR);
+	goto fail;
 fail:
 	s->h.flags |= SAMPLE_F_STACK_ERR;
 	return 0;

@@ -77,6 +77,9 @@ enum pyperf_stat {
 	STAT_NO_TSTATE,		/* thread had no PyThreadState */
 	STAT_READ_ERR,		/* a target memory read failed */
 	STAT_TRUNCATED,		/* stack deeper than PYPERF_MAX_FRAMES */
+	STAT_VMA_ERR,		/* bpf_find_vma failed for the user sp */
+	STAT_STACK_READ_ERR,	/* the user stack could not be read */
+	STAT_STACK_PARTIAL,	/* stack copied page by page (untouched pages) */
 	STAT__COUNT,
 };
 
@@ -121,6 +124,7 @@ struct py_sample {
 	struct py_sample_hdr h;
 	struct py_frame_rec frames[PYPERF_MAX_FRAMES];
 	__u8 stack[PYPERF_MAX_STACK];
+	__u8 slack[4096];	/* lets the verifier bound page-wise copies */
 };
 
 /* Where the copied stack starts inside a record. */

@@ -4,11 +4,13 @@
  * set-associative cache: code objects live as long as their functions, so a
  * hot stack costs no syscalls at all after the first sample.
  */
+#define _GNU_SOURCE
 #include "pysym.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "linetable.h"
 #include "proc.h"
@@ -17,6 +19,8 @@
 #define MAX_STR		1024		/* longest name or path kept */
 #define MAX_LINETABLE	(1u << 20)	/* bytes; real tables are far smaller */
 #define CODE_READ_MAX	512		/* bytes of PyCodeObject we read */
+#define VALIDATE_MAX	1024		/* code objects checked per call (IOV_MAX) */
+#define FP_SPAN_MAX	256		/* bytes read per code object to check it */
 
 struct entry {
 	int pid;			/* 0: empty */
@@ -27,6 +31,8 @@ struct entry {
 	uint32_t table_len;
 	uint32_t age;
 	uint8_t first_arg;		/* enum first_arg: how to qualify <3.11 */
+	uint32_t checked;		/* validation round that last checked it */
+	uint64_t fp;			/* fingerprint of the code object's fields */
 };
 
 /* Before 3.11 code objects have no qualname; a method's class comes from
@@ -48,6 +54,10 @@ struct pysym_cache {
 	struct pysym_stats st;
 	struct type_entry types[TYPE_CACHE];
 	char qualname[MAX_STR + 128];	/* result of the last qualification */
+	uint32_t round;			/* pysym_validate() calls */
+	struct entry *check[VALIDATE_MAX];	/* scratch for pysym_validate() */
+	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
+	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -224,6 +234,36 @@ static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *c
 	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
 }
 
+/* The part of a code object the fingerprint covers: [*lo, *lo + *len). */
+static void fp_span(const struct py_code_offsets *o, uint16_t *lo, uint16_t *len)
+{
+	uint16_t f[4] = { o->co_filename, o->co_name, o->co_linetable, o->co_firstlineno };
+	uint16_t a = f[0], b = f[0];
+
+	for (int i = 1; i < 4; i++) {
+		a = f[i] < a ? f[i] : a;
+		b = f[i] > b ? f[i] : b;
+	}
+	*lo = a;
+	*len = (uint16_t)(b + 8 - a);
+}
+
+/* Identifies a code object by fields that differ between any two code
+ * objects: its file, name and line table objects and its first line. A
+ * code object freed and another allocated at its address changes it. */
+static uint64_t fingerprint(const struct py_code_offsets *o, const uint8_t *buf,
+			    uint16_t base)
+{
+	int32_t first;
+	uint64_t h;
+
+	memcpy(&first, buf + o->co_firstlineno - base, sizeof(first));
+	h = hash64(field_ptr(buf, (uint16_t)(o->co_filename - base)));
+	h = hash64(h ^ field_ptr(buf, (uint16_t)(o->co_name - base)));
+	h = hash64(h ^ field_ptr(buf, (uint16_t)(o->co_linetable - base)));
+	return hash64(h ^ (uint32_t)first);
+}
+
 /* Reads everything a code object contributes, once. */
 static int load_entry(const struct py_target *t, uint64_t code_addr, struct entry *e)
 {
@@ -254,7 +294,64 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	e->pid = t->pid;
 	e->code = code_addr;
 	e->first_arg = (uint8_t)first_arg_kind(t, code);
+	e->fp = fingerprint(o, code, 0);
 	return 0;
+}
+
+static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint64_t code)
+{
+	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+
+	for (int i = 0; i < WAYS; i++)
+		if (set[i].pid == t->pid && set[i].code == code)
+			return &set[i];
+	return NULL;
+}
+
+/* Compares the entries in c->check[0..n) with their code objects, with one
+ * process_vm_readv for all of them; drops those that changed. */
+static void validate_batch(struct pysym_cache *c, const struct py_target *t, size_t n,
+			   uint16_t lo, uint16_t len)
+{
+	ssize_t got;
+
+	for (size_t i = 0; i < n; i++) {
+		c->local[i].iov_base = c->fpbuf + i * FP_SPAN_MAX;
+		c->local[i].iov_len = len;
+		c->remote[i].iov_base = (void *)(uintptr_t)(c->check[i]->code + lo);
+		c->remote[i].iov_len = len;
+	}
+	got = process_vm_readv(t->pid, c->local, n, c->remote, n, 0);
+	for (size_t i = 0; i < n; i++) {
+		/* An unreadable code object is gone: drop it too. */
+		if (got < (ssize_t)((i + 1) * len) ||
+		    fingerprint(&t->layout.code, c->fpbuf + i * FP_SPAN_MAX, lo) != c->check[i]->fp) {
+			c->st.stale++;
+			entry_clear(c->check[i]);
+		}
+	}
+}
+
+void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint64_t *codes,
+		    size_t ncodes)
+{
+	uint16_t lo, len;
+	size_t n = 0;
+
+	fp_span(&t->layout.code, &lo, &len);
+	if (len > FP_SPAN_MAX)
+		return;
+	c->round++;
+	for (size_t i = 0; i < ncodes && n < VALIDATE_MAX; i++) {
+		struct entry *e = find(c, t, codes[i]);
+
+		if (!e || e->checked == c->round)
+			continue;	/* not cached, or already in this batch */
+		e->checked = c->round;
+		c->check[n++] = e;
+	}
+	if (n)
+		validate_batch(c, t, n, lo, len);
 }
 
 static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,

@@ -18,6 +18,7 @@ struct pyframe_info {
 
 struct pysym_stats {
 	uint64_t hits, misses, evictions, errors;
+	uint64_t stale;		/* entries dropped: their code object changed */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
@@ -30,6 +31,13 @@ void pysym_cache_free(struct pysym_cache *c);
  * read (counted in errors). */
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 		  uint64_t lasti, uint64_t self, struct pyframe_info *out);
+
+/* Checks the cached entries of these code objects against the target's
+ * memory, with one system call, and drops those whose code object was
+ * freed and its address reused. Call it once per sample before resolving:
+ * a cache keyed by address alone would name new code with old names. */
+void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint64_t *codes,
+		    size_t ncodes);
 
 /* Forgets every entry of a process (it exited or exec'd). */
 void pysym_forget_pid(struct pysym_cache *c, int pid);

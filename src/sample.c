@@ -6,6 +6,7 @@
  */
 #include "sample.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static uint64_t synthetic(struct sample_sink *k, const char *name)
@@ -29,10 +30,17 @@ static uint64_t interpreter_mapping(struct sample_sink *k, const struct py_targe
 	return profile_mapping(k->prof, &m);
 }
 
+/* Resolves the Python frames into k->pyloc (leaf first) with their
+ * eval-loop entry flags in k->pyentry; *np gets their number. */
 static int python_frames(struct sample_sink *k, const struct py_target *t,
-			 const struct py_sample *s, size_t *n)
+			 const struct py_sample *s, size_t *np)
 {
 	uint64_t mid = interpreter_mapping(k, t);
+	size_t n = 0;
+
+	for (unsigned i = 0; i < s->h.nframes; i++)
+		k->codes[i] = s->frames[i].code;
+	pysym_validate(k->syms, t, k->codes, s->h.nframes);
 
 	for (unsigned i = 0; i < s->h.nframes; i++) {
 		const struct py_frame_rec *f = &s->frames[i];
@@ -40,8 +48,13 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		uint64_t fid, loc;
 		int r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, &fi);
 
-		if (r == 1)
-			continue;	/* frame pushed but not started */
+		if (r == 1) {
+			/* A frame pushed but not started; if it ended its
+			 * eval-loop group, the frame before it does now. */
+			if ((f->flags & FRAME_F_ENTRY) && n)
+				k->pyentry[n - 1] = 1;
+			continue;
+		}
 		if (r < 0) {
 			k->n.bad_frames++;
 			loc = synthetic(k, "[unreadable Python frame]");
@@ -53,9 +66,101 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		}
 		if (!loc)
 			return -1;
-		k->locs[(*n)++] = loc;
+		k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
+		k->pyloc[n++] = loc;
 	}
+	*np = n;
 	return 0;
+}
+
+/* "[libfoo.so]" for code without a symbol: one function per object keeps
+ * the function table small; the location keeps the address. */
+static uint64_t unknown_native(struct sample_sink *k, const struct nsym_result *r)
+{
+	char name[256];
+	const char *base = r->path ? strrchr(r->path, '/') : NULL;
+
+	snprintf(name, sizeof(name), "[%s]", base ? base + 1 : r->path && r->path[0] ?
+		 r->path : "unknown");
+	return profile_function(k->prof, name, "", "", 0);
+}
+
+/* One native frame -> a location in its object's mapping; *is_eval tells
+ * whether it is CPython's eval loop (where Python frames get merged). */
+static uint64_t native_location(struct sample_sink *k, int pid, uint64_t pc, int leaf,
+				uint8_t *is_eval)
+{
+	struct nsym_result r;
+	struct profile_mapping_desc m = { 0 };
+	uint64_t fid, mid = 0;
+
+	/* Return addresses point after the call: look up the call itself. */
+	nsym_resolve(k->nsym, pid, leaf ? pc : pc - 1, &r);
+	*is_eval = r.status == NSYM_OK && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
+	if (r.status != NSYM_NO_MAPPING) {
+		m.memory_start = r.map_start;
+		m.memory_limit = r.map_limit;
+		m.file_offset = r.map_offset;
+		m.filename = r.path;
+		m.build_id = r.build_id;
+		m.has_functions = true;
+		mid = profile_mapping(k->prof, &m);
+	}
+	fid = r.status == NSYM_OK ? profile_function(k->prof, r.name, "", "", 0)
+				  : unknown_native(k, &r);
+	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
+}
+
+/* Unwinds the copied stack into k->nloc / k->neval; returns the count. */
+static size_t native_frames(struct sample_sink *k, const struct py_sample *s, size_t size)
+{
+	struct unwind_input in = { .pid = (int)s->h.pid };
+	size_t off = PY_SAMPLE_STACK_OFF(s->h.nframes), n = 0;
+	int end;
+
+	if (s->h.flags & SAMPLE_F_STACK_ERR)
+		k->n.stack_errors++;
+	if (!s->h.stack_len || off + s->h.stack_len > size)
+		return 0;
+	memcpy(in.regs, s->h.regs, sizeof(in.regs));
+	in.stack = (const uint8_t *)s + off;
+	in.stack_len = s->h.stack_len;
+	in.stack_addr = s->h.regs[PYREG_SP];
+	end = unwind_stack(k->unw, &in, k->pcs, UNWIND_MAX_FRAMES, &n);
+	k->n.native_stacks++;
+	if (end != UNWIND_END_OUTERMOST)
+		k->n.native_errors++;
+	for (size_t i = 0; i < n; i++) {
+		k->nloc[i] = native_location(k, (int)s->h.pid, k->pcs[i], i == 0, &k->neval[i]);
+		if (!k->nloc[i])
+			return 0;
+	}
+	return n;
+}
+
+/* Merges native and Python frames into k->locs; returns the count. */
+static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
+{
+	unsigned mismatches;
+	size_t n = merge_stacks(k->neval, nn, k->pyentry, np, k->merged,
+				sizeof(k->merged) / sizeof(k->merged[0]), &mismatches);
+
+	if (mismatches)
+		k->n.merge_errors++;
+	for (size_t i = 0; i < n; i++)
+		k->locs[i] = k->merged[i].kind == MERGE_NATIVE ? k->nloc[k->merged[i].index]
+							      : k->pyloc[k->merged[i].index];
+	return n;
+}
+
+/* Puts loc at the leaf end of k->locs. */
+static size_t prepend(struct sample_sink *k, size_t n, uint64_t loc)
+{
+	if (n + 1 >= sizeof(k->locs) / sizeof(k->locs[0]))
+		return n;
+	memmove(k->locs + 1, k->locs, n * sizeof(k->locs[0]));
+	k->locs[0] = loc;
+	return n + 1;
 }
 
 static void count_thread(struct sample_sink *k, uint32_t tid)
@@ -84,7 +189,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	struct profile_label labels[3];
 	char comm[PYPERF_COMM_LEN + 1];
 	int64_t values[2];
-	size_t n = 0;
+	size_t n = 0, np = 0, nn;
 
 	k->n.records++;
 	if (size < sizeof(s->h) ||
@@ -94,23 +199,30 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		return 0;
 	}
 	count_thread(k, s->h.tid);
-	if (python_frames(k, t, s, &n))
+	if (python_frames(k, t, s, &np))
 		return -1;
 	if (s->h.nframes > k->n.max_depth)
 		k->n.max_depth = s->h.nframes;
 	if (s->h.flags & SAMPLE_F_READ_ERR)
 		k->n.read_errors++;
+	nn = k->unw ? native_frames(k, s, size) : 0;
+	n = merged_stack(k, nn, np);
+	if ((s->h.flags & SAMPLE_F_KERNEL) && k->unw)
+		n = prepend(k, n, synthetic(k, "[kernel]"));
 	if (s->h.flags & SAMPLE_F_TRUNCATED) {
 		k->n.truncated++;
 		k->locs[n++] = synthetic(k, "[truncated]");
 	}
-	if (n == 0) {
+	if (np == 0 && (s->h.flags & (SAMPLE_F_NO_TSTATE | SAMPLE_F_NO_INTERP))) {
 		k->n.no_python++;
 		k->locs[n++] = synthetic(k, (s->h.flags & SAMPLE_F_NO_INTERP) ?
 					 "[Python not initialised]" : "[no Python stack]");
 	}
-	if (!k->locs[n - 1])
-		return -1;
+	if (n == 0)
+		k->locs[n++] = synthetic(k, "[no stack]");
+	for (size_t i = 0; i < n; i++)
+		if (!k->locs[i])
+			return -1;	/* out of memory in the profile */
 	memcpy(comm, s->h.comm, PYPERF_COMM_LEN);
 	comm[PYPERF_COMM_LEN] = '\0';
 	labels[0] = (struct profile_label){ .key = "pid", .num = s->h.pid };

@@ -6,7 +6,10 @@
 #include <stdint.h>
 
 #include "pyperf.h"
+#include "merge.h"
+#include "nsym.h"
 #include "profile.h"
+#include "unwind.h"
 #include "pysym.h"
 #include "pyversion.h"
 
@@ -19,6 +22,10 @@ struct sample_counts {
 	uint64_t bad_frames;	/* frames whose code object was unreadable */
 	uint64_t max_depth;	/* deepest Python stack seen */
 	uint64_t threads;	/* distinct thread ids seen (up to TID_SET_SIZE) */
+	uint64_t native_stacks;	/* samples with a native stack unwound */
+	uint64_t native_errors;	/* unwinds that stopped before the outermost frame */
+	uint64_t stack_errors;	/* BPF could not copy the user stack */
+	uint64_t merge_errors;	/* eval loops and Python groups that did not pair */
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
@@ -27,7 +34,17 @@ struct sample_sink {
 	struct profile *prof;
 	struct pysym_cache *syms;
 	struct sample_counts n;
-	uint64_t locs[PYPERF_MAX_FRAMES + 2];	/* reused: no per-sample malloc */
+	struct unwind_ctx *unw;			/* NULL: Python frames only */
+	struct nsym_ctx *nsym;
+	/* Scratch reused by every sample: no per-sample allocation. */
+	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];
+	uint64_t pyloc[PYPERF_MAX_FRAMES];
+	uint64_t codes[PYPERF_MAX_FRAMES];
+	uint8_t pyentry[PYPERF_MAX_FRAMES];
+	uint64_t pcs[UNWIND_MAX_FRAMES];
+	uint64_t nloc[UNWIND_MAX_FRAMES];
+	uint8_t neval[UNWIND_MAX_FRAMES];
+	struct merge_frame merged[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES];
 	uint32_t tids[TID_SET_SIZE];		/* open addressing, 0 = empty */
 };
 

@@ -364,9 +364,11 @@ static void add_comments(struct session *s)
 	snprintf(buf, sizeof(buf),
 		 "counters: samples=%" PRIu64 " lost=%" PRIu64 " truncated=%" PRIu64
 		 " no_python=%" PRIu64 " read_errors=%" PRIu64 " bad_frames=%" PRIu64
-		 " max_depth=%" PRIu64,
+		 " max_depth=%" PRIu64 " native_stacks=%" PRIu64 " native_errors=%" PRIu64
+		 " stack_errors=%" PRIu64 " merge_errors=%" PRIu64,
 		 n->records, s->bpf_stats[STAT_LOST], n->truncated, n->no_python,
-		 n->read_errors, n->bad_frames, n->max_depth);
+		 n->read_errors, n->bad_frames, n->max_depth, n->native_stacks,
+		 n->native_errors, n->stack_errors, n->merge_errors);
 	profile_add_comment(s->sink.prof, buf);
 }
 
@@ -388,7 +390,36 @@ static int setup_profile(struct session *s)
 		profile_set_period(p, "cpu", "nanoseconds", (int64_t)period);
 	}
 	s->sink.syms = pysym_cache_new(SYMCACHE_ENTRIES);
-	return s->sink.syms ? 0 : -1;
+	if (!s->sink.syms)
+		return -1;
+	if (!s->cfg->stack_bytes)
+		return 0;
+	s->sink.unw = unwind_ctx_new(NULL);
+	s->sink.nsym = nsym_ctx_new(NULL);
+	return s->sink.unw && s->sink.nsym ? 0 : -1;
+}
+
+static void print_native_stats(const struct session *s)
+{
+	const struct unwind_stats *u = unwind_get_stats(s->sink.unw);
+	const struct nsym_stats *y = nsym_get_stats(s->sink.nsym);
+
+	fprintf(stderr, "pyperf-pprof: unwind: stacks=%" PRIu64 " frames=%" PRIu64 " (dwarf %" PRIu64
+		", fp %" PRIu64 ") ends: outermost=%" PRIu64 " max=%" PRIu64 " no_info=%" PRIu64
+		" bad_frame=%" PRIu64 " read=%" PRIu64 "\n", u->stacks, u->frames, u->frames_dwarf,
+		u->frames_fp, u->end_outermost, u->end_max, u->end_no_info, u->end_bad_frame,
+		u->end_read);
+	fprintf(stderr, "pyperf-pprof: unwind cache: objects hits=%" PRIu64 " misses=%" PRIu64
+		" evictions=%" PRIu64 " failures=%" PRIu64 "; processes hits=%" PRIu64 " misses=%"
+		PRIu64 "; maps reads=%" PRIu64 "; words from stack=%" PRIu64 " file=%" PRIu64
+		" target=%" PRIu64 " failed=%" PRIu64 "\n", u->obj_hits, u->obj_misses,
+		u->obj_evictions, u->obj_failures, u->proc_hits, u->proc_misses, u->maps_reads,
+		u->mem_stack, u->mem_file, u->mem_target, u->mem_failed);
+	fprintf(stderr, "pyperf-pprof: symbol cache: lookups=%" PRIu64 " found=%" PRIu64
+		" objects hits=%" PRIu64 " misses=%" PRIu64 " evictions=%" PRIu64 " failures=%" PRIu64
+		" debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
+		y->found, y->obj_hits, y->obj_misses, y->obj_evictions, y->obj_failures,
+		y->debug_files, y->symbols, y->bytes);
 }
 
 static void print_summary(struct session *s)
@@ -404,17 +435,25 @@ static void print_summary(struct session *s)
 	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " partial reads, %"
 	    PRIu64 " malformed records\n", n->no_python, n->truncated, n->bad_frames,
 	    n->read_errors, n->malformed);
+	if (s->sink.unw)
+		say(s, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
+		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches\n",
+		    n->native_stacks, n->native_errors, n->stack_errors, n->merge_errors);
 	if (!s->cfg->verbose)
 		return;
 	pysym_get_stats(s->sink.syms, &ps);
 	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
-		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64 "\n",
+		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
+		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64 "\n",
 		s->bpf_stats[STAT_EVENTS], s->bpf_stats[STAT_SENT], s->bpf_stats[STAT_LOST],
 		s->bpf_stats[STAT_NO_TSTATE], s->bpf_stats[STAT_READ_ERR],
-		s->bpf_stats[STAT_TRUNCATED]);
+		s->bpf_stats[STAT_TRUNCATED], s->bpf_stats[STAT_VMA_ERR],
+		s->bpf_stats[STAT_STACK_READ_ERR], s->bpf_stats[STAT_STACK_PARTIAL]);
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
-		" evictions=%" PRIu64 " errors=%" PRIu64 "\n", ps.hits, ps.misses, ps.evictions,
-		ps.errors);
+		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 "\n", ps.hits, ps.misses,
+		ps.evictions, ps.stale, ps.errors);
+	if (s->sink.unw)
+		print_native_stats(s);
 }
 
 static int write_output(struct session *s, char *err, size_t errlen)
@@ -464,6 +503,8 @@ static void cleanup(struct session *s)
 	free(s->links);
 	free(s->event_fds);
 	pysym_cache_free(s->sink.syms);
+	unwind_ctx_free(s->sink.unw);
+	nsym_ctx_free(s->sink.nsym);
 	profile_free(s->sink.prof);
 }
 

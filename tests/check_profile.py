@@ -30,8 +30,16 @@ def function_lines(path, name):
     raise KeyError(name)
 
 
+def python_view(prof):
+    """Stacks with native frames dropped: the Python frames (with a file)
+    and the bracketed placeholders, leaf first. Native frames (no file name) merged in by
+    --native are checked by the native scenarios."""
+    for values, frames, labels in prof.stacks():
+        yield values, [f for f in frames if f[1] or f[0] in BRACKETED], labels
+
+
 def weight_where(prof, pred):
-    return sum(v[-1] for v, frames, _ in prof.stacks() if pred([f[0] for f in frames], frames))
+    return sum(v[-1] for v, frames, _ in python_view(prof) if pred([f[0] for f in frames], frames))
 
 
 def check_ratio(prof, args, errors):
@@ -41,7 +49,7 @@ def check_ratio(prof, args, errors):
         weights[mid] = weight_where(prof, lambda n, f, c=chain: n[:4] == c)
     total = weight_where(prof, lambda n, f: True)
     body = function_lines(args.workload, "leaf")
-    bad = set(f[0][2] for _, f, _ in prof.stacks()
+    bad = set(f[0][2] for _, f, _ in python_view(prof)
               if f and f[0][0] == "leaf" and not body[0] <= f[0][2] <= body[1])
     chained = weights["heavy"] + weights["light"]
     print("weights: heavy %d light %d (chained share %.1f%%)"
@@ -92,6 +100,44 @@ def check_truncated(prof, args, errors):
                       % (100.0 * cut / max(total, 1)))
 
 
+def ordered(names, pattern):
+    """True when each predicate in pattern matches a frame, in order from
+    the leaf to the root."""
+    i = 0
+    for name in names:
+        if i < len(pattern) and pattern[i](name):
+            i += 1
+    return i == len(pattern)
+
+
+def check_native(prof, args, errors):
+    # Merged stacks, leaf first: Python called back from C called from Python.
+    callback = [lambda n: n == "py_compare", lambda n: "qsort" in n,
+                lambda n: n == "ffi_call", lambda n: n == "sort_with_callback",
+                lambda n: n == "main", lambda n: n == "<module>"]
+    zlib = [lambda n: n == "deflate", lambda n: n == "compress_data",
+            lambda n: n == "main", lambda n: n == "<module>"]
+    shares = {}
+    for label, leaf, pattern in (("qsort callback", "py_compare", callback),
+                                 ("zlib", "compress_data", zlib)):
+        total = good = 0
+        for values, frames, _ in prof.stacks():
+            names = [f[0] for f in frames]
+            if leaf in names:
+                total += values[-1]
+                if ordered(names, pattern):
+                    good += values[-1]
+        shares[label] = 100.0 * good / max(total, 1)
+        print("%s: %.1f%% of %d ns in the expected merged order" % (label, shares[label], total))
+        if total == 0 or good < 0.5 * total:
+            errors.append("%s: only %.1f%% of its samples have the merged order" % (label, shares[label]))
+    rooted = sum(v[-1] for v, f, _ in prof.stacks() if f and f[-1][0] == "_start")
+    alls = sum(v[-1] for v, f, _ in prof.stacks())
+    print("native stacks unwound to _start: %.1f%%" % (100.0 * rooted / max(alls, 1)))
+    if rooted < 0.5 * alls:
+        errors.append("only %.1f%% of stacks unwind to _start" % (100.0 * rooted / max(alls, 1)))
+
+
 def check_threads(prof, args, errors):
     total = weight_where(prof, lambda n, f: True)
     missing = []
@@ -111,7 +157,7 @@ def check_threads(prof, args, errors):
 
 def stats(prof):
     n = complete = depth = 0
-    for values, frames, _ in prof.stacks():
+    for values, frames, _ in python_view(prof):
         n += values[0]
         names = [f[0] for f in frames]
         # Complete: reaches a root (the main module or a thread's bootstrap)
@@ -129,7 +175,7 @@ def main():
     ap.add_argument("--go", default="go")
     ap.add_argument("--workload", required=True)
     ap.add_argument("--scenario", default="ratio",
-                    choices=("ratio", "methods", "deep", "threads", "truncated"))
+                    choices=("ratio", "methods", "deep", "threads", "truncated", "native"))
     ap.add_argument("profile")
     args = ap.parse_args()
     prof = pprof_raw.run_raw(args.profile, args.go)

@@ -11,7 +11,7 @@ interp=$(eval echo "$(cat "$case_file")")
 : "${PYPERF:=./pyperf-pprof}"
 : "${GO:=go}"
 : "${PYTHON3:=/usr/bin/python3}"
-SCENARIOS=${SCENARIOS:-ratio methods deep threads truncated}
+SCENARIOS=${SCENARIOS:-ratio methods deep threads truncated native}
 
 skip() { echo "SKIP $name: $*"; exit 77; }
 
@@ -28,6 +28,7 @@ failed=0
 # run_scenario NAME WORKLOAD DURATION_MS [WORKLOAD ARGS]
 run_scenario() {
 	out="$work/$1.pb.gz"
+	rm -f "$work/ready"	# or the last workload's "ready" is seen at once
 	"$interp" "$TOP_SRCDIR/tests/workloads/$2" 60 ${4:-} > "$work/ready" &
 	pid=$!
 	i=0
@@ -49,7 +50,9 @@ run_scenario() {
 		--go "$GO" --scenario "$1" --workload "$TOP_SRCDIR/tests/workloads/$2" "$out"; then
 		echo "PASS $name/$1"
 	else
-		echo "FAIL $name/$1"; failed=1
+		# Keep the evidence: the profile of a failed check is an artifact.
+		mkdir -p tests/artifacts && cp "$out" "tests/artifacts/$name-$1.pb.gz"
+		echo "FAIL $name/$1 (profile kept in tests/artifacts/$name-$1.pb.gz)"; failed=1
 	fi
 }
 
@@ -60,6 +63,7 @@ for s in $SCENARIOS; do
 	deep) run_scenario deep deep.py 1000 ;;
 	threads) run_scenario threads threads.py 2000 ;;
 	truncated) run_scenario truncated deep.py 1000 1100 ;;
+	native) run_scenario native native.py 2000 ;;
 	esac
 done
 exit $failed

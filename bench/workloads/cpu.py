@@ -2,11 +2,15 @@
 # pure-Python work (arithmetic loops, dict and string operations) done
 # DEPTH calls deep, so every sample has a realistic Python stack.
 #
-#   python cpu.py [--wait] UNITS
+#   python cpu.py UNITS            do UNITS units of work now
+#   python cpu.py --wait UNITS     print "ready PID", wait for a line on
+#                                  stdin, then do the work
+#   python cpu.py --serve          print "ready PID", then for each line
+#                                  "run UNITS" on stdin do the work; "quit"
+#                                  or end of input ends
 #
-# --wait: print "ready PID" and wait for a line on stdin before starting
-# (the bench attaches a profiler in between). Prints "elapsed SECONDS" of
-# the work alone and "cpu SECONDS", the process CPU time it took (all
+# After each piece of work it prints "elapsed SECONDS cpu SECONDS": the
+# wall-clock time of the work alone and the process CPU time it took (all
 # threads). Valid on Python 3.6+.
 import os
 import sys
@@ -44,27 +48,34 @@ def work(units):
     return total
 
 
-def wait_for_go(argv):
-    if argv and argv[0] == "--wait":
-        sys.stdout.write("ready %d\n" % os.getpid())
-        sys.stdout.flush()
-        sys.stdin.readline()
-        return argv[1:]
-    return argv
-
-
-def main():
-    argv = sys.argv[1:]
-    wait = bool(argv) and argv[0] == "--wait"
-    units = int(argv[1 if wait else 0]) if len(argv) > (1 if wait else 0) else 500
-    if wait:
-        wait_for_go(argv)
+def timed(fn, units):
     t0, c0 = time.perf_counter(), time.process_time()
-    work(units)
+    fn(units)
     sys.stdout.write("elapsed %.6f cpu %.6f\n" % (time.perf_counter() - t0,
                                                   time.process_time() - c0))
     sys.stdout.flush()
 
 
+def drive(fn, argv):
+    """The command line above, for any fn(units)."""
+    mode = argv[0] if argv and argv[0].startswith("--") else None
+    if mode in ("--wait", "--serve"):
+        sys.stdout.write("ready %d\n" % os.getpid())
+        sys.stdout.flush()
+    if mode == "--serve":
+        for line in sys.stdin:
+            cmd = line.split()
+            if not cmd or cmd[0] == "quit":
+                break
+            timed(fn, int(cmd[1]))
+        return
+    if mode == "--wait":
+        sys.stdin.readline()
+        argv = argv[1:]
+    elif mode:
+        sys.exit("unknown option %s" % mode)
+    timed(fn, int(argv[0]) if argv else 500)
+
+
 if __name__ == "__main__":
-    main()
+    drive(work, sys.argv[1:])

@@ -1,50 +1,42 @@
-# Four-thread CPU-bound workload for `make bench`: the same fixed amount of
-# work as cpu.py (UNITS units), split over NTHREADS threads that start
-# together. Pure Python, so the threads take turns holding the GIL: about
-# one CPU busy, plus the GIL hand-over cost.
+# Four-thread CPU-bound workload for `make bench`: the same work as cpu.py,
+# UNITS units split over NTHREADS threads that start together. Pure Python,
+# so the threads take turns holding the GIL: about one CPU busy, plus the
+# GIL hand-over cost. Same command line and output as cpu.py.
 #
-#   python threads.py [--wait] UNITS
-#
-# The threads exist (blocked on an Event) before "ready" is printed, so a
-# profiler attached at that point sees all of them. Prints "elapsed SECONDS
-# cpu SECONDS" like cpu.py.
-import os
+# The worker threads are started once, before "ready" is printed (so a
+# profiler attached then sees all of them), and wait on a barrier between
+# pieces of work.
 import sys
 import threading
-import time
 
-from cpu import work
+from cpu import drive, work
 
 NTHREADS = 4
 
 
-def main():
-    argv = sys.argv[1:]
-    wait = bool(argv) and argv[0] == "--wait"
-    units = int(argv[1 if wait else 0]) if len(argv) > (1 if wait else 0) else 500
-    go = threading.Event()
-    share = [units // NTHREADS + (1 if i < units % NTHREADS else 0) for i in range(NTHREADS)]
+class Pool:
+    def __init__(self, n):
+        self.share = [0] * n
+        self.start = threading.Barrier(n + 1)
+        self.done = threading.Barrier(n + 1)
+        for i in range(n):
+            t = threading.Thread(target=self.worker, args=(i,), name="worker-%d" % i)
+            t.daemon = True
+            t.start()
 
-    def run(n):
-        go.wait()
-        work(n)
+    def worker(self, i):
+        while True:
+            self.start.wait()
+            work(self.share[i])
+            self.done.wait()
 
-    threads = [threading.Thread(target=run, args=(n,), name="worker-%d" % i)
-               for i, n in enumerate(share)]
-    for t in threads:
-        t.start()
-    if wait:
-        sys.stdout.write("ready %d\n" % os.getpid())
-        sys.stdout.flush()
-        sys.stdin.readline()
-    t0, c0 = time.perf_counter(), time.process_time()
-    go.set()
-    for t in threads:
-        t.join()
-    sys.stdout.write("elapsed %.6f cpu %.6f\n" % (time.perf_counter() - t0,
-                                                  time.process_time() - c0))
-    sys.stdout.flush()
+    def run(self, units):
+        n = len(self.share)
+        for i in range(n):
+            self.share[i] = units // n + (1 if i < units % n else 0)
+        self.start.wait()
+        self.done.wait()
 
 
 if __name__ == "__main__":
-    main()
+    drive(Pool(NTHREADS).run, sys.argv[1:])
