@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="autoconf automake libtool pkg-config make gcc clang llvm \
 libbpf-dev bpftool protobuf-c-compiler libprotobuf-c-dev libelf-dev \
-libunwind-dev zlib1g-dev golang-go python3 gdb util-linux \
+libunwind-dev zlib1g-dev golang-go python3 python3-dev gdb util-linux \
 chromium graphviz"
 
 if [ "$(id -u)" != 0 ]; then

@@ -131,6 +131,20 @@ def check_native(prof, args, errors):
         print("%s: %.1f%% of %d ns in the expected merged order" % (label, shares[label], total))
         if total == 0 or good < 0.5 * total:
             errors.append("%s: only %.1f%% of its samples have the merged order" % (label, shares[label]))
+    if args.extension:
+        ext = [lambda n: n == "burn", lambda n: n == "spin_c", lambda n: n == "inner_py",
+               lambda n: n == "call_back", lambda n: n == "outer_py", lambda n: n == "main"]
+        total = good = 0
+        for values, frames, _ in prof.stacks():
+            names = [f[0] for f in frames]
+            if "spin_c" in names:
+                total += values[-1]
+                good += values[-1] if ordered(names, ext) else 0
+        print("extension: %.1f%% of %d ns in C -> Python -> C -> Python order"
+              % (100.0 * good / max(total, 1), total))
+        if total == 0 or good < 0.5 * total:
+            errors.append("extension: only %.1f%% of spin_c samples in the merged order"
+                          % (100.0 * good / max(total, 1)))
     rooted = sum(v[-1] for v, f, _ in prof.stacks() if f and f[-1][0] == "_start")
     alls = sum(v[-1] for v, f, _ in prof.stacks())
     print("native stacks unwound to _start: %.1f%%" % (100.0 * rooted / max(alls, 1)))
@@ -176,6 +190,8 @@ def main():
     ap.add_argument("--workload", required=True)
     ap.add_argument("--scenario", default="ratio",
                     choices=("ratio", "methods", "deep", "threads", "truncated", "native"))
+    ap.add_argument("--extension", action="store_true",
+                    help="native: also check the cbext Python->C->Python->C chain")
     ap.add_argument("profile")
     args = ap.parse_args()
     prof = pprof_raw.run_raw(args.profile, args.go)

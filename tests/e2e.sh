@@ -47,7 +47,7 @@ run_scenario() {
 		echo "FAIL $name/$1: pyperf-pprof exited with $rc"; failed=1; return
 	fi
 	if HOME=${HOME:-/root} "$PYTHON3" "$TOP_SRCDIR/tests/check_profile.py" \
-		--go "$GO" --scenario "$1" --workload "$TOP_SRCDIR/tests/workloads/$2" "$out"; then
+		--go "$GO" --scenario "$1" ${5:-} --workload "$TOP_SRCDIR/tests/workloads/$2" "$out"; then
 		echo "PASS $name/$1"
 	else
 		# Keep the evidence: the profile of a failed check is an artifact.
@@ -56,6 +56,19 @@ run_scenario() {
 	fi
 }
 
+# The C extension of the native scenario, built for this interpreter.
+ext_args=
+include=$("$interp" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+if [ -f "$include/Python.h" ] && command -v gcc >/dev/null &&
+	gcc -shared -fPIC -O2 -fno-omit-frame-pointer -I"$include" \
+		-o "$work/cbext$("$interp" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')" \
+		"$TOP_SRCDIR/tests/ext/cbext.c"; then
+	PYTHONPATH=$work; export PYTHONPATH
+	ext_args=--extension
+else
+	echo "note: $name: no Python.h at '$include' (Debian: python3-dev): C extension check skipped"
+fi
+
 for s in $SCENARIOS; do
 	case $s in
 	ratio) run_scenario ratio ratio.py 3000 ;;
@@ -63,7 +76,7 @@ for s in $SCENARIOS; do
 	deep) run_scenario deep deep.py 1000 ;;
 	threads) run_scenario threads threads.py 2000 ;;
 	truncated) run_scenario truncated deep.py 1000 1100 ;;
-	native) run_scenario native native.py 2000 ;;
+	native) run_scenario native native.py 2000 "" "$ext_args" ;;
 	esac
 done
 exit $failed

@@ -1,6 +1,8 @@
 # Python -> C -> Python and Python -> C library, for the merge of native
 # and Python frames: sort_with_callback() calls libc's qsort through ctypes,
-# which calls back into py_compare(); compress_data() calls zlib's deflate.
+# which calls back into py_compare(); compress_data() calls zlib's deflate;
+# with the test extension cbext (tests/ext/cbext.c, on PYTHONPATH),
+# outer_py() -> cbext.call_back (C) -> inner_py() -> cbext.spin_c (C).
 import ctypes
 import ctypes.util
 import random
@@ -32,6 +34,20 @@ def compress_data(data):
     return zlib.compress(data, 9)
 
 
+try:
+    import cbext
+except ImportError:
+    cbext = None
+
+
+def inner_py():
+    cbext.spin_c(2000000)
+
+
+def outer_py():
+    cbext.call_back(inner_py)
+
+
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
     rng = random.Random(7)
@@ -42,6 +58,8 @@ def main():
     while time.time() < end:
         sort_with_callback(rng)
         compress_data(data)
+        if cbext:
+            outer_py()
 
 
 if __name__ == "__main__":
