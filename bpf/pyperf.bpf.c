@@ -43,6 +43,13 @@ struct {
 	__uint(max_entries, 8 << 20);		/* resized by user space */
 } events SEC(".maps");
 
+/* exec and fork notices, so new processes are found at once rather than
+ * at the next /proc scan. Loaded only when targets are discovered. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} proc_events SEC(".maps");
+
 /* A sample is too large for the 512-byte BPF stack: build it here, one
  * slot per CPU (a plain array: per-CPU values are limited to 32 KiB).
  * Programs on one CPU do not nest, so a slot has one writer at a time. */
@@ -386,5 +393,45 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	stat_inc(STAT_SENT);
+	return 0;
+}
+
+static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid)
+{
+	struct py_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
+
+	if (!e)
+		return;		/* user space still finds it by scanning /proc */
+	e->kind = kind;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->_pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 pid;
+
+	if (pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid))
+		return 0;
+	send_proc_event(PROC_EXEC, pid, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 pid, ppid;
+
+	/* New processes only (not threads), and only children of targets:
+	 * a fork copies the parent's interpreter, ready to be profiled. */
+	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid) ||
+	    pid_nr_in_our_ns(BPF_CORE_READ(parent, group_leader, thread_pid), &ppid) ||
+	    !bpf_map_lookup_elem(&procs, &ppid) ||
+	    pid_nr_in_our_ns(BPF_CORE_READ(child, thread_pid), &pid))
+		return 0;
+	send_proc_event(PROC_FORK, pid, ppid);
 	return 0;
 }

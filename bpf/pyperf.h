@@ -58,6 +58,17 @@ struct py_proc_config {
 	struct py_walk_offsets off;
 };
 
+/* Process events for discovery (the "proc_events" ring buffer), in the
+ * profiler's PID namespace. */
+enum proc_event_kind { PROC_EXEC = 1, PROC_FORK };
+
+struct py_proc_event {
+	__u32 kind;		/* enum proc_event_kind */
+	__u32 pid;		/* the process that exec'd, or the new child */
+	__u32 ppid;		/* fork: the parent (a target) */
+	__u32 _pad;
+};
+
 /* frame_owner value of C-stack shim frames, 3.12 and later. */
 #define PY_FRAME_OWNED_BY_CSTACK	3
 

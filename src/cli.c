@@ -18,13 +18,23 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: pyperf-pprof [options] --pid PID\n"
-"Sample the Python stacks of a running CPython process with eBPF and write\n"
-"a gzip-compressed pprof profile.\n"
+"Usage: pyperf-pprof [options] [--pid PID]... [-- COMMAND [ARGS...]]\n"
+"Sample the Python stacks of CPython processes with eBPF and write a\n"
+"gzip-compressed pprof profile. Without --pid or a command, every Python\n"
+"process of the host is profiled, including those started later.\n"
 "\n"
 "  -p, --pid PID            process to profile (repeatable)\n"
+"  -- COMMAND [ARGS...]     launch COMMAND, profile it until it exits, and\n"
+"                           exit with its status\n"
+"      --subprocesses       also profile descendants of the targets\n"
+"                           (multiprocessing workers, gunicorn workers)\n"
+"      --interval SECONDS   continuous mode: write one profile per interval\n"
+"                           (--out is then a directory or contains %%t)\n"
+"      --keep N             continuous mode: keep only the newest N files\n"
+"                           (default 0: keep all)\n"
 "  -d, --duration MS        sampling time in milliseconds, 0 = until Ctrl-C\n"
-"                           (default 1000)\n"
+"                           or SIGTERM (default 1000; 0 with a command:\n"
+"                           until it exits)\n"
 "  -o, --out FILE           output file (default profile.pb.gz)\n"
 "      --format FORMAT      pprof (gzip-compressed protobuf, default) or\n"
 "                           collapsed (folded stacks for flamegraph.pl)\n"
@@ -45,6 +55,8 @@ static void usage(FILE *f)
 "  -h, --help               this help\n"
 "      --version            print the version\n"
 "\n"
+"SIGUSR1 writes the profile collected so far (in continuous mode: ends the\n"
+"current interval). SIGINT and SIGTERM write the profile and exit 0.\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.\n"
 "Open the result with: go tool pprof -top profile.pb.gz\n");
 }
@@ -103,7 +115,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
+enum { OPT_VERSION = 256, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -113,6 +125,9 @@ static const struct option long_opts[] = {
 	{ "sample-period", required_argument, NULL, 'c' },
 	{ "frequency", required_argument, NULL, 'F' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
@@ -132,6 +147,7 @@ static int handle_opt(int c, struct config *cfg)
 	case 'p':
 		return add_pid(cfg, optarg);
 	case 'd':
+		cfg->duration_set = 1;
 		return parse_u64("--duration", optarg, &cfg->duration_ms);
 	case 'o':
 		cfg->out = optarg;
@@ -159,6 +175,19 @@ static int handle_opt(int c, struct config *cfg)
 			return -1;
 		}
 		cfg->ringbuf_bytes = (uint32_t)v;
+		return 0;
+	case OPT_INTERVAL:
+		if (parse_u64("--interval", optarg, &cfg->interval_s))
+			return -1;
+		return cfg->interval_s ? 0 : (fprintf(stderr,
+			"pyperf-pprof: --interval must be at least 1 second\n"), -1);
+	case OPT_KEEP:
+		if (parse_u64("--keep", optarg, &v) || v > 1000000)
+			return -1;
+		cfg->keep = (int)v;
+		return 0;
+	case OPT_SUBPROCESSES:
+		cfg->subprocesses = 1;
 		return 0;
 	case OPT_FORMAT:
 		if (strcmp(optarg, "pprof") == 0) {
@@ -211,7 +240,7 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 	cfg->ringbuf_bytes = DEFAULT_RINGBUF;
 	cfg->stack_bytes = DEFAULT_STACK;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:d:o:e:c:F:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:d:o:e:c:F:vqh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return CLI_EXIT_OK;
@@ -227,14 +256,17 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "pyperf-pprof: unexpected argument '%s'; try 'pyperf-pprof --help'\n",
-			argv[optind]);
-		return CLI_ERROR;
+		/* getopt stops at "--" (and, with "+", at the first non-option) */
+		if (strcmp(argv[optind - 1], "--") != 0) {
+			fprintf(stderr, "pyperf-pprof: unexpected argument '%s'; put a command to launch after '--' (try 'pyperf-pprof --help')\n",
+				argv[optind]);
+			return CLI_ERROR;
+		}
+		cfg->command = argv + optind;
 	}
-	if (!cfg->npids) {
-		fprintf(stderr, "pyperf-pprof: no target: give --pid PID (see --help)\n");
-		return CLI_ERROR;
-	}
+	cfg->all = !cfg->npids && !cfg->command;
+	if (cfg->command && !cfg->duration_set)
+		cfg->duration_ms = 0;	/* until the command exits */
 	cfg->cmdline = join_argv(argc, argv);
 	return CLI_RUN;
 }

@@ -21,6 +21,12 @@ struct config {
 	int quiet;
 	const char *cmdline;		/* the invocation, recorded in the profile */
 	int format;			/* enum out_format */
+	uint64_t interval_s;		/* continuous mode: one profile per interval */
+	int keep;			/* continuous mode: newest files kept, 0 = all */
+	int subprocesses;		/* follow descendants of the targets */
+	int all;			/* no --pid and no command: whole host */
+	char **command;			/* after "--": launched and profiled */
+	int duration_set;		/* -d given explicitly */
 };
 
 enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };

@@ -190,27 +190,101 @@ int proc_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-uint64_t proc_start_time(pid_t pid)
+int proc_stat(pid_t pid, struct proc_stat *ps)
 {
 	char path[64], buf[1024];
 	unsigned long long st = 0;
-	const char *p;
+	const char *lp, *rp;
 	size_t len;
-	char *text;
+	int ppid = 0, fd, n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	text = read_small_file(path, 65536, &len);
-	if (!text)
-		return 0;
-	snprintf(buf, sizeof(buf), "%.*s", (int)(len < 1023 ? len : 1023), text);
-	free(text);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
 	/* comm may contain spaces and parentheses: fields start after the
-	 * last ')'. start time is field 22, the 20th after it. */
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
-			 " %*d %*d %*d %*d %*d %*d %llu", &st) != 1)
-		return 0;
-	return st;
+	 * last ')'. ppid is field 4, start time field 22. */
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp ||
+	    sscanf(rp + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+		   " %*d %*d %*d %*d %*d %*d %llu", &ppid, &st) != 2)
+		return -1;
+	len = (size_t)(rp - lp - 1);
+	if (len >= sizeof(ps->comm))
+		len = sizeof(ps->comm) - 1;
+	memcpy(ps->comm, lp + 1, len);
+	ps->comm[len] = '\0';
+	ps->ppid = ppid;
+	ps->start_time = st;
+	return 0;
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	struct proc_stat ps;
+
+	return proc_stat(pid, &ps) ? 0 : ps.start_time;
+}
+
+int proc_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+	char *text;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	text = read_small_file(path, 65536, &n);
+	if (!text || !len) {
+		free(text);
+		return -1;
+	}
+	/* Arguments are NUL-separated; show them space-separated. */
+	for (size_t i = 0; i < n; i++)
+		if (text[i] == '\0' || text[i] == '\n')
+			text[i] = ' ';
+	while (n && text[n - 1] == ' ')
+		n--;
+	snprintf(buf, len, "%.*s", (int)n, text);
+	free(text);
+	return 0;
+}
+
+/* A 64-hex-digit id in a cgroup path is the container id of Docker,
+ * containerd and CRI-O ("docker-<id>.scope", "cri-containerd-<id>", ...). */
+int proc_container_id(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n, run = 0;
+	char *text;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	text = read_small_file(path, 65536, &n);
+	if (!text)
+		return -1;
+	for (size_t i = 0; i <= n; i++) {
+		int hex = i < n && ((text[i] >= '0' && text[i] <= '9') ||
+				    (text[i] >= 'a' && text[i] <= 'f'));
+
+		if (hex) {
+			run++;
+			continue;
+		}
+		if (run == 64 && len > 12) {
+			/* The short form (12 digits), as docker ps shows it. */
+			snprintf(buf, len, "%.12s", text + i - 64);
+			free(text);
+			return 0;
+		}
+		run = 0;
+	}
+	free(text);
+	return -1;
 }
 
 int proc_comm(pid_t pid, char *buf, size_t len)

@@ -36,6 +36,19 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len);
 
 int proc_alive(pid_t pid);
+
+struct proc_stat {
+	int ppid;
+	uint64_t start_time;	/* clock ticks since boot */
+	char comm[16];
+};
+
+/* Fields of /proc/PID/stat. 0 on success. */
+int proc_stat(pid_t pid, struct proc_stat *ps);
+/* The command line, space-separated, truncated to len - 1 bytes. */
+int proc_cmdline(pid_t pid, char *buf, size_t len);
+/* The short container id from /proc/PID/cgroup; -1 when there is none. */
+int proc_container_id(pid_t pid, char *buf, size_t len);
 /* Start time in clock ticks since boot (field 22 of stat); 0 on error.
  * (pid, start time) identifies a process across PID reuse. */
 uint64_t proc_start_time(pid_t pid);

@@ -131,11 +131,12 @@ no:
 	return -1;
 }
 
-static int find_runtime(pid_t pid, const struct proc_maps *maps, struct candidate *c)
+static int find_runtime(pid_t pid, const struct proc_maps *maps, struct candidate *c,
+			int passes)
 {
 	/* Files named like an interpreter first, then everything executable
 	 * (an application may embed CPython under another name). */
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < passes; pass++) {
 		for (size_t i = 0; i < maps->n; i++) {
 			const struct proc_map *m = &maps->v[i];
 			const char *base = strrchr(m->path, '/');
@@ -253,7 +254,19 @@ static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 		t->bpf.interp_head_addr = c->interp_head_vaddr + c->bias;
 }
 
+static int detect(pid_t pid, struct py_target *t, int passes, char *err, size_t errlen);
+
 int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen)
+{
+	return detect(pid, t, 2, err, errlen);
+}
+
+int pyversion_detect_named(pid_t pid, struct py_target *t, char *err, size_t errlen)
+{
+	return detect(pid, t, 1, err, errlen);
+}
+
+static int detect(pid_t pid, struct py_target *t, int passes, char *err, size_t errlen)
 {
 	struct proc_maps maps;
 	struct candidate c = { 0 };
@@ -263,12 +276,14 @@ int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen)
 	t->pid = pid;
 	t->start_time = proc_start_time(pid);
 	proc_comm(pid, t->comm, sizeof(t->comm));
+	proc_cmdline(pid, t->cmdline, sizeof(t->cmdline));
+	proc_container_id(pid, t->container_id, sizeof(t->container_id));
 	if (!t->start_time || proc_maps_read(pid, &maps)) {
 		snprintf(err, errlen, "pid %d: no such process (or /proc/%d/maps unreadable: run as root)",
 			 (int)pid, (int)pid);
 		return -1;
 	}
-	if (find_runtime(pid, &maps, &c)) {
+	if (find_runtime(pid, &maps, &c, passes)) {
 		snprintf(err, errlen, "pid %d (%s) is not a CPython process: no python executable or libpython with a runtime symbol in its memory maps",
 			 (int)pid, t->comm);
 		goto out;

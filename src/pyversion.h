@@ -18,11 +18,17 @@ struct py_target {
 	struct py_proc_config bpf;	/* what the BPF walk gets */
 	char module[256];		/* file holding the runtime */
 	char comm[16];
+	char cmdline[96];		/* truncated: labels stay low-cardinality */
+	char container_id[16];		/* "" outside containers */
 };
 
 /* Finds the interpreter in pid's address space. On failure returns -1 with
  * one line in err saying what was found and what to do. */
 int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen);
+
+/* The same, but only files named like a Python interpreter are probed:
+ * cheap enough to run over every process of a host. */
+int pyversion_detect_named(pid_t pid, struct py_target *t, char *err, size_t errlen);
 
 /* Parses "3.11.7", "3.12.0rc1+" ... at s. 0 on success. */
 int pyversion_parse(const char *s, unsigned *major, unsigned *minor, unsigned *micro);

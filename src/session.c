@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,9 +26,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "collapsed.h"
 #include "pprof_write.h"
+#include "output.h"
 #include "preflight.h"
+#include "targets.h"
 #include "proc.h"
 #include "profile.h"
 #include "pysym.h"
@@ -36,11 +39,17 @@
 
 #define SYMCACHE_ENTRIES	16384
 #define POLL_MS			100
+#define SCAN_NS			500000000LL	/* /proc rescans and reaping */
 
 struct session {
 	const struct config *cfg;
-	struct py_target targets[CLI_MAX_PIDS];
-	int ntargets;
+	struct target_set ts;
+	struct output out;
+	pid_t child;			/* launched command, 0 if none */
+	int child_status;		/* its exit code, once it exited */
+	int child_exited;
+	int64_t interval_t0;		/* start of the current interval (ns) */
+	int64_t interval_wall;		/* its wall-clock start, for time_nanos */
 	struct pyperf_bpf *skel;
 	struct bpf_link **links;
 	int *event_fds;
@@ -48,6 +57,7 @@ struct session {
 	struct ring_buffer *rb;
 	struct sample_sink sink;
 	int hw_cycles;			/* sampling hardware cycles, not time */
+	struct bpf_link *exec_link, *fork_link;
 	uint64_t bpf_stats[STAT__COUNT];
 	struct timespec t0;
 	int64_t time_nanos;
@@ -55,12 +65,14 @@ struct session {
 	int64_t last_status;
 };
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, write_requested;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop_requested = 1;
+	if (sig == SIGUSR1)
+		write_requested = 1;
+	else
+		stop_requested = 1;
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -88,22 +100,46 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static int find_targets(struct session *s)
+/* A target came or went: keep the BPF map and the caches in step. */
+static void on_target(void *ctx, const struct py_target *t, int event)
 {
-	char err[512];
+	struct session *s = ctx;
+	__u32 key = (__u32)t->pid;
 
-	for (int i = 0; i < s->cfg->npids; i++) {
-		struct py_target *t = &s->targets[s->ntargets];
-
-		if (pyversion_detect(s->cfg->pids[i], t, err, sizeof(err))) {
-			fprintf(stderr, "pyperf-pprof: %s\n", err);
-			continue;
-		}
+	if (event == 1) {
 		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s\n", t->pid, t->comm,
 		    t->major, t->minor, t->micro, t->module);
-		s->ntargets++;
+		if (s->skel && bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &t->bpf,
+						    sizeof(t->bpf), BPF_ANY))
+			fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
+				t->pid, strerror(errno));
+		return;
 	}
-	return s->ntargets ? 0 : -1;
+	if (event == 0) {
+		if (s->cfg->verbose)
+			fprintf(stderr, "pyperf-pprof: pid %d (%s) exited\n", t->pid, t->comm);
+		if (s->skel)
+			bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
+		return;
+	}
+	/* Forgotten: a new process may reuse the pid; drop what was cached. */
+	pysym_forget_pid(s->sink.syms, t->pid);
+	if (s->sink.unw)
+		unwind_forget_pid(s->sink.unw, t->pid);
+	if (s->sink.nsym)
+		nsym_forget_pid(s->sink.nsym, t->pid);
+}
+
+static int find_targets(struct session *s)
+{
+	targets_init(&s->ts, s->cfg->all, s->cfg->subprocesses, on_target, s);
+	for (int i = 0; i < s->cfg->npids; i++)
+		targets_add(&s->ts, s->cfg->pids[i], 0);
+	if (s->cfg->npids && !s->ts.n)
+		return -1;	/* every --pid was refused, each with its reason */
+	if (s->cfg->all)
+		targets_update(&s->ts, 0, 0);
+	return 0;
 }
 
 static int load_bpf(struct session *s)
@@ -117,6 +153,12 @@ static int load_bpf(struct session *s)
 		return -1;
 	}
 	bpf_map__set_max_entries(s->skel->maps.events, s->cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(s->skel->maps.procs, TARGETS_MAX);
+	if (!s->cfg->all && !s->cfg->subprocesses) {
+		/* Fixed targets: no need to watch processes come and go. */
+		bpf_program__set_autoload(s->skel->progs.on_exec, false);
+		bpf_program__set_autoload(s->skel->progs.on_fork, false);
+	}
 	bpf_map__set_max_entries(s->skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	s->skel->rodata->stack_bytes = s->cfg->stack_bytes;
 	if (stat("/proc/self/ns/pid", &ns)) {
@@ -131,11 +173,11 @@ static int load_bpf(struct session *s)
 			strerror(-err));
 		return -1;
 	}
-	for (int i = 0; i < s->ntargets; i++) {
-		__u32 key = (__u32)s->targets[i].pid;
+	for (size_t i = 0; i < s->ts.n; i++) {
+		__u32 key = (__u32)s->ts.v[i]->pid;
 
 		if (bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key),
-					 &s->targets[i].bpf, sizeof(s->targets[i].bpf), BPF_ANY)) {
+					 &s->ts.v[i]->bpf, sizeof(s->ts.v[i]->bpf), BPF_ANY)) {
 			fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 				(int)key, strerror(errno));
 			return -1;
@@ -232,15 +274,16 @@ static int attach_events(struct session *s)
 		}
 		s->nevents++;
 	}
-	return s->nevents ? 0 : -1;
-}
-
-static const struct py_target *target_of(const struct session *s, uint32_t pid)
-{
-	for (int i = 0; i < s->ntargets; i++)
-		if ((uint32_t)s->targets[i].pid == pid)
-			return &s->targets[i];
-	return NULL;
+	if (!s->nevents)
+		return -1;
+	if (!s->cfg->all && !s->cfg->subprocesses)
+		return 0;
+	s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
+	s->fork_link = bpf_program__attach(s->skel->progs.on_fork);
+	if (!s->exec_link || !s->fork_link)
+		fprintf(stderr, "pyperf-pprof: warning: cannot watch exec and fork (%s); new processes are found by scanning /proc every %lld ms\n",
+			strerror(errno), SCAN_NS / 1000000);
+	return 0;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -251,22 +294,13 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*h))
 		return 0;
-	t = target_of(s, h->pid);
+	t = targets_find(&s->ts, (pid_t)h->pid);
 	if (!t)
 		return 0;
 	if (sample_add(&s->sink, t, data, size)) {
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 		return -ENOMEM;	/* ends polling; what we have is written */
 	}
-	return 0;
-}
-
-static int any_target_alive(const struct session *s)
-{
-	for (int i = 0; i < s->ntargets; i++)
-		if (proc_alive(s->targets[i].pid) &&
-		    proc_start_time(s->targets[i].pid) == s->targets[i].start_time)
-			return 1;
 	return 0;
 }
 
@@ -294,31 +328,84 @@ static void show_status(struct session *s, int final)
 		fprintf(stderr, "/%.1fs", s->cfg->duration_ms / 1e3);
 	fprintf(stderr, "  samples %" PRIu64 "  processes %d  threads %" PRIu64
 		"  lost %" PRIu64 "  errors %" PRIu64 "%s",
-		s->sink.n.records, s->ntargets, s->sink.n.threads, s->bpf_stats[STAT_LOST],
+		s->sink.n.records, (int)s->ts.n, s->sink.n.threads, s->bpf_stats[STAT_LOST],
 		s->sink.n.bad_frames + s->sink.n.read_errors + s->sink.n.malformed,
 		final ? "\n" : "");
 }
 
+static int write_profile(struct session *s, int final, int rotate);
+
+static int on_proc_event(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct py_proc_event *e = data;
+
+	if (size < sizeof(*e))
+		return 0;
+	if (e->kind == PROC_EXEC)
+		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
+	else if (e->kind == PROC_FORK)
+		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid);
+	return 0;
+}
+
+/* Has the launched command exited? Records its exit code. */
+static void reap_child(struct session *s)
+{
+	int status;
+
+	if (!s->child || s->child_exited || waitpid(s->child, &status, WNOHANG) != s->child)
+		return;
+	s->child_exited = 1;
+	s->child_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Why sampling should end now, or NULL to go on. */
+static const char *stop_reason(struct session *s, int64_t now)
+{
+	if (stop_requested)
+		return "";
+	if (s->cfg->duration_ms && now >= (int64_t)s->cfg->duration_ms * 1000000LL)
+		return "";
+	if (s->child)
+		return s->child_exited ? "command exited" : NULL;
+	if (!s->cfg->all && !s->ts.n && !s->ts.npending)
+		return s->cfg->npids > 1 ? "targets exited" : "target exited";
+	return NULL;
+}
+
 static int poll_loop(struct session *s)
 {
-	int64_t limit = (int64_t)s->cfg->duration_ms * 1000000LL;
+	const char *why;
 
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), on_record, s, NULL);
 	if (!s->rb) {
 		fprintf(stderr, "pyperf-pprof: cannot create the ring buffer reader: %s\n", strerror(errno));
 		return -1;
 	}
-	while (!stop_requested && (!limit || elapsed_ns(s) < limit)) {
-		int r = ring_buffer__poll(s->rb, POLL_MS);
+	if (s->exec_link &&
+	    ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.proc_events), on_proc_event, s))
+		fprintf(stderr, "pyperf-pprof: warning: cannot read exec events; relying on /proc scans\n");
+	for (;;) {
+		int64_t now = elapsed_ns(s);
+		int r;
 
+		reap_child(s);
+		targets_update(&s->ts, now, SCAN_NS);
+		if ((why = stop_reason(s, now)))
+			break;
+		if (write_requested ||
+		    (s->cfg->interval_s && now - s->interval_t0 >= (int64_t)s->cfg->interval_s * 1000000000LL)) {
+			write_requested = 0;
+			write_profile(s, 0, s->cfg->interval_s != 0);
+		}
+		r = ring_buffer__poll(s->rb, POLL_MS);
 		if (r < 0 && r != -EINTR)
 			return r == -ENOMEM ? 0 : -1;
 		show_status(s, 0);
-		if (!any_target_alive(s)) {
-			say(s, "pyperf-pprof: target exited; writing what was collected\n");
-			break;
-		}
 	}
+	if (why[0])
+		say(s, "pyperf-pprof: %s; writing what was collected\n", why);
 	return 0;
 }
 
@@ -329,6 +416,9 @@ static void stop_sampling(struct session *s)
 		close(s->event_fds[i]);
 	}
 	s->nevents = 0;
+	bpf_link__destroy(s->exec_link);
+	bpf_link__destroy(s->fork_link);
+	s->exec_link = s->fork_link = NULL;
 	/* Records already in the ring buffer are kept. */
 	if (s->rb)
 		ring_buffer__consume(s->rb);
@@ -372,15 +462,15 @@ static void add_comments(struct session *s)
 	profile_add_comment(s->sink.prof, buf);
 }
 
-static int setup_profile(struct session *s)
+/* A fresh profile with this session's sample types and period. */
+static struct profile *new_profile(const struct session *s)
 {
 	struct profile *p = profile_new();
 	uint64_t period = s->cfg->frequency ? 1000000000ULL / s->cfg->frequency
 					    : s->cfg->sample_period;
 
 	if (!p)
-		return -1;
-	s->sink.prof = p;
+		return NULL;
 	profile_add_sample_type(p, "samples", "count");
 	if (s->hw_cycles) {
 		profile_add_sample_type(p, "cycles", "count");
@@ -389,8 +479,14 @@ static int setup_profile(struct session *s)
 		profile_add_sample_type(p, "cpu", "nanoseconds");
 		profile_set_period(p, "cpu", "nanoseconds", (int64_t)period);
 	}
+	return p;
+}
+
+static int setup_profile(struct session *s)
+{
+	s->sink.prof = new_profile(s);
 	s->sink.syms = pysym_cache_new(SYMCACHE_ENTRIES);
-	if (!s->sink.syms)
+	if (!s->sink.prof || !s->sink.syms)
 		return -1;
 	if (!s->cfg->stack_bytes)
 		return 0;
@@ -429,7 +525,7 @@ static void print_summary(struct session *s)
 
 	say(s, "pyperf-pprof: %" PRIu64 " samples (%zu distinct stacks) from %d process%s, %"
 	    PRIu64 " thread%s; lost %" PRIu64 "\n", n->records,
-	    profile_sample_count(s->sink.prof), s->ntargets, s->ntargets == 1 ? "" : "es",
+	    profile_sample_count(s->sink.prof), (int)s->ts.added, s->ts.added == 1 ? "" : "es",
 	    n->threads, n->threads == 1 ? "" : "s", s->bpf_stats[STAT_LOST]);
 	say(s, "pyperf-pprof: errors: %" PRIu64 " without Python stack, %" PRIu64
 	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " partial reads, %"
@@ -456,42 +552,52 @@ static void print_summary(struct session *s)
 		print_native_stats(s);
 }
 
-static int write_output(struct session *s, char *err, size_t errlen)
+static int64_t wall_ns(void)
 {
-	char *text;
-	size_t len;
-	int r;
+	struct timespec t;
 
-	if (s->cfg->format == FORMAT_PPROF)
-		return pprof_write_file(s->sink.prof, s->cfg->out, err, errlen);
-	if (collapsed_encode(s->sink.prof, &text, &len)) {
-		snprintf(err, errlen, "cannot encode %s: out of memory", s->cfg->out);
-		return -1;
-	}
-	r = pprof_install_buffer(s->cfg->out, (const uint8_t *)text, len, err, errlen);
-	free(text);
-	return r;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static int write_profile(struct session *s)
+/* Writes the current profile. With rotate, a new profile starts (the
+ * next interval); the caches are kept. */
+static int write_profile(struct session *s, int final, int rotate)
 {
-	char err[512];
+	char err[512], path[4200];
+	int64_t now = elapsed_ns(s);
+	struct profile *next = NULL;
 
 	read_bpf_stats(s);
-	show_status(s, 1);
+	if (final)
+		show_status(s, 1);
 	add_comments(s);
-	profile_set_time(s->sink.prof, s->time_nanos, elapsed_ns(s));
-	print_summary(s);
-	if (write_output(s, err, sizeof(err))) {
+	profile_set_time(s->sink.prof, s->interval_wall, now - s->interval_t0);
+	if (final)
+		print_summary(s);
+	if (output_write(&s->out, s->sink.prof, path, sizeof(path), err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
-	if (s->cfg->format == FORMAT_PPROF)
+	if (final && s->cfg->format == FORMAT_PPROF)
 		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
-		    s->cfg->out, s->cfg->out);
-	else
+		    path, path);
+	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
-		    s->cfg->out, s->cfg->out);
+		    path, path);
+	else if (s->cfg->verbose)
+		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
+	if (!rotate)
+		return 0;
+	next = new_profile(s);
+	if (!next) {
+		fprintf(stderr, "pyperf-pprof: out of memory starting a new interval; continuing in the current one\n");
+		return -1;
+	}
+	profile_free(s->sink.prof);
+	s->sink.prof = next;
+	s->interval_t0 = now;
+	s->interval_wall = wall_ns();
 	return 0;
 }
 
@@ -506,6 +612,7 @@ static void cleanup(struct session *s)
 	unwind_ctx_free(s->sink.unw);
 	nsym_ctx_free(s->sink.nsym);
 	profile_free(s->sink.prof);
+	targets_free(&s->ts);
 }
 
 static void install_signals(void)
@@ -515,13 +622,81 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Starts the command after "--". Sampling is already running, so the
+ * command is profiled from its first moments once it runs Python. */
+static int launch(struct session *s)
+{
+	char *const *argv = s->cfg->command;
+	int pfd[2], e = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC)) {
+		fprintf(stderr, "pyperf-pprof: cannot run %s: %s\n", argv[0], strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* The exec closes pfd[1]; only a failed exec writes to it. */
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(pfd[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (pid < 0) {
+		close(pfd[0]);
+		fprintf(stderr, "pyperf-pprof: cannot run %s: %s\n", argv[0], strerror(errno));
+		return -1;
+	}
+	n = read(pfd[0], &e, sizeof(e));
+	close(pfd[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		waitpid(pid, NULL, 0);
+		fprintf(stderr, "pyperf-pprof: cannot run %s: %s\n", argv[0], strerror(e));
+		return -1;
+	}
+	s->child = pid;
+	/* A shell or wrapper may exec Python a while later. */
+	targets_add_pending(&s->ts, pid, elapsed_ns(s), 30 * 1000000000LL);
+	return 0;
+}
+
+static int start(struct session *s)
+{
+	char err[512];
+
+	if (preflight_check(err, sizeof(err))) {
+		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		return -1;
+	}
+	if (find_targets(s))
+		return -1;
+	if (output_init(&s->out, s->cfg, err, sizeof(err))) {
+		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		return -1;
+	}
+	if (setup_profile(s) || load_bpf(s) || attach_events(s))
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	s->interval_wall = s->time_nanos = wall_ns();
+	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
+	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
+	    s->cfg->frequency ? 1000000000ULL / s->cfg->frequency : s->cfg->sample_period,
+	    s->cfg->frequency ? " ns (frequency mode)" : " events", s->nevents,
+	    s->cfg->all ? ", every Python process" : "",
+	    s->cfg->duration_ms ? "" : s->cfg->command ? " until the command exits"
+						: " until Ctrl-C");
+	return s->cfg->command ? launch(s) : 0;
 }
 
 int session_run(const struct config *cfg)
 {
 	struct session *s = calloc(1, sizeof(*s));
-	struct timespec real;
-	char err[512];
 	int rc = 1;
 
 	if (!s)
@@ -530,34 +705,20 @@ int session_run(const struct config *cfg)
 	libbpf_print((enum libbpf_print_level)cfg->verbose, NULL, NULL);
 	libbpf_set_print(libbpf_print);
 	install_signals();
-	if (preflight_check(err, sizeof(err))) {
-		fprintf(stderr, "pyperf-pprof: %s\n", err);
-		goto out;
-	}
-	if (find_targets(s))
-		goto out;
-	if (pprof_check_writable(cfg->out, err, sizeof(err))) {
-		fprintf(stderr, "pyperf-pprof: %s\n", err);
-		goto out;
-	}
-	if (setup_profile(s) || load_bpf(s) || attach_events(s))
-		goto out;
-	clock_gettime(CLOCK_REALTIME, &real);
-	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	s->time_nanos = (int64_t)real.tv_sec * 1000000000LL + real.tv_nsec;
-	s->status_line = !cfg->quiet && isatty(STDERR_FILENO);
-	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s\n", cfg->event,
-	    cfg->frequency ? 1000000000ULL / cfg->frequency : cfg->sample_period,
-	    cfg->frequency ? " ns (frequency mode)" : " events", s->nevents,
-	    cfg->duration_ms ? "" : " until Ctrl-C");
-	if (poll_loop(s) == 0) {
+	if (start(s) == 0) {
+		int polled = poll_loop(s);
+
 		stop_sampling(s);
-		rc = write_profile(s) ? 1 : 0;
-	} else {
-		stop_sampling(s);
-		write_profile(s);	/* keep what was collected */
+		/* Whatever happened, what was collected is written. */
+		rc = write_profile(s, 1, 0) || polled ? 1 : 0;
+		if (s->child) {
+			if (!s->child_exited)
+				fprintf(stderr, "pyperf-pprof: the command (pid %d) is still running\n",
+					(int)s->child);
+			else if (rc == 0)
+				rc = s->child_status;
+		}
 	}
-out:
 	cleanup(s);
 	free(s);
 	return rc;

@@ -1,0 +1,30 @@
+/*
+ * Where profiles go: one file, or a series of files in continuous mode
+ * (--interval), named from a pattern with %t (UTC time) or inside a
+ * directory, keeping the newest --keep of them.
+ */
+#ifndef OUTPUT_H
+#define OUTPUT_H
+
+#include <stddef.h>
+
+#include "cli.h"
+#include "profile.h"
+
+struct output {
+	const struct config *cfg;
+	char pattern[4096];	/* the --out path; may contain %t */
+	int series;		/* several files: pattern has %t */
+	unsigned seq;		/* disambiguates writes within one second */
+};
+
+/* Resolves --out (a directory gets "profile-%t.pb.gz" inside it) and
+ * checks it can be written. -1 with one line in err. */
+int output_init(struct output *o, const struct config *cfg, char *err, size_t errlen);
+
+/* Writes the profile atomically in the configured format; path gets the
+ * file's name. In a series, older files beyond --keep are deleted. */
+int output_write(struct output *o, const struct profile *p, char *path, size_t pathlen,
+		 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,275 @@
+/* Target discovery and bookkeeping; see targets.h. */
+#include "targets.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+#define ANCESTRY_MAX 16		/* parent links followed for --subprocesses */
+
+void targets_init(struct target_set *ts, int all, int children, target_cb cb, void *ctx)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->all = all;
+	ts->children = children;
+	ts->cb = cb;
+	ts->ctx = ctx;
+}
+
+void targets_free(struct target_set *ts)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		free(ts->v[i]);
+	for (size_t i = 0; i < ts->nretired; i++)
+		free(ts->retired[i]);
+	ts->n = ts->nretired = 0;
+}
+
+static const struct py_target *find_live(const struct target_set *ts, pid_t pid)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->v[i]->pid == pid)
+			return ts->v[i];
+	return NULL;
+}
+
+const struct py_target *targets_find(const struct target_set *ts, pid_t pid)
+{
+	const struct py_target *t = find_live(ts, pid);
+
+	/* Samples taken just before a target exited are still in the ring
+	 * buffer: they belong to the newest retired target of that pid. */
+	for (size_t i = ts->nretired; !t && i-- > 0;)
+		if (ts->retired[i]->pid == pid)
+			t = ts->retired[i];
+	return t;
+}
+
+/* Forgets the oldest retired targets: all of them, or until one is left
+ * free when keep_room. */
+static void forget_retired(struct target_set *ts, int keep_room)
+{
+	size_t n = keep_room ? (ts->nretired == RETIRED_MAX ? 1 : 0) : ts->nretired;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ts->cb)
+			ts->cb(ts->ctx, ts->retired[i], -1);
+		free(ts->retired[i]);
+	}
+	memmove(ts->retired, ts->retired + n, (ts->nretired - n) * sizeof(ts->retired[0]));
+	ts->nretired -= n;
+}
+
+int targets_add(struct target_set *ts, pid_t pid, int quiet)
+{
+	struct py_target *t;
+	char err[512];
+
+	if (find_live(ts, pid))
+		return 0;
+	if (ts->n == TARGETS_MAX) {
+		if (!quiet)
+			fprintf(stderr, "pyperf-pprof: pid %d not profiled: already %d processes\n",
+				(int)pid, TARGETS_MAX);
+		return -1;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -1;
+	if ((ts->all || quiet ? pyversion_detect_named : pyversion_detect)(pid, t, err, sizeof(err))) {
+		if (!quiet)
+			fprintf(stderr, "pyperf-pprof: %s\n", err);
+		free(t);
+		ts->failed++;
+		return -1;
+	}
+	ts->v[ts->n++] = t;
+	ts->added++;
+	if (ts->cb)
+		ts->cb(ts->ctx, t, 1);
+	return 0;
+}
+
+void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
+{
+	if (ts->npending == PENDING_MAX)
+		return;
+	ts->pending[ts->npending++] = (struct pending){
+		.pid = pid, .start_time = proc_start_time(pid), .until_ns = now_ns + wait_ns,
+	};
+}
+
+static uint64_t ignore_key(pid_t pid, const struct proc_stat *ps)
+{
+	uint64_t h = (uint64_t)pid * 0x9e3779b97f4a7c15ULL ^ ps->start_time;
+
+	/* exec keeps pid and start time but changes comm: a shell that
+	 * execs python must be looked at again. */
+	for (const char *c = ps->comm; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	return h | 1;
+}
+
+/* Remembers a process that is not Python; the table is cleared when full,
+ * which only costs re-probing. */
+static int ignored(struct target_set *ts, uint64_t key, int insert)
+{
+	size_t i = key % IGNORED_SLOTS;
+
+	for (size_t k = 0; k < IGNORED_SLOTS; k++, i = (i + 1) % IGNORED_SLOTS) {
+		if (ts->ignored[i] == key)
+			return 1;
+		if (!ts->ignored[i])
+			break;
+	}
+	if (!insert)
+		return 0;
+	if (ts->nignored >= IGNORED_SLOTS / 2) {
+		memset(ts->ignored, 0, sizeof(ts->ignored));
+		ts->nignored = 0;
+		i = key % IGNORED_SLOTS;
+	}
+	ts->ignored[i] = key;
+	ts->nignored++;
+	return 0;
+}
+
+static int descends_from_target(const struct target_set *ts, int ppid)
+{
+	for (int depth = 0; depth < ANCESTRY_MAX && ppid > 1; depth++) {
+		struct proc_stat ps;
+
+		if (find_live(ts, ppid))
+			return 1;
+		if (proc_stat(ppid, &ps))
+			return 0;
+		ppid = ps.ppid;
+	}
+	return 0;
+}
+
+static void drop(struct target_set *ts, size_t i);
+
+static void reap(struct target_set *ts)
+{
+	for (size_t i = 0; i < ts->n;) {
+		if (proc_start_time(ts->v[i]->pid) == ts->v[i]->start_time)
+			i++;
+		else
+			drop(ts, i);
+	}
+}
+
+static void retry_pending(struct target_set *ts, int64_t now_ns)
+{
+	for (size_t i = 0; i < ts->npending;) {
+		struct pending *p = &ts->pending[i];
+
+		if (proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns ||
+		    targets_add(ts, p->pid, 1) == 0) {
+			*p = ts->pending[--ts->npending];
+			continue;
+		}
+		i++;
+	}
+}
+
+static void scan_proc(struct target_set *ts)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		struct proc_stat ps;
+		pid_t pid;
+		uint64_t key;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		if (find_live(ts, pid) || proc_stat(pid, &ps))
+			continue;
+		key = ignore_key(pid, &ps);
+		if (ignored(ts, key, 0))
+			continue;
+		if (!ts->all && !descends_from_target(ts, ps.ppid))
+			continue;	/* not ours; its parent may become ours later */
+		if (targets_add(ts, pid, 1))
+			ignored(ts, key, 1);
+	}
+	if (d)
+		closedir(d);
+}
+
+void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns)
+{
+	retry_pending(ts, now_ns);
+	if (now_ns - ts->last_scan_ns < scan_ns)
+		return;
+	ts->last_scan_ns = now_ns;
+	/* Targets retired at the previous scan have had their last samples
+	 * drained by now. */
+	forget_retired(ts, 0);
+	reap(ts);
+	if (ts->all || ts->children)
+		scan_proc(ts);
+}
+
+static int exe_named_python(pid_t pid)
+{
+	char link[64], exe[512];
+	ssize_t n;
+	const char *base;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	return strstr(base ? base + 1 : exe, "python") != NULL;
+}
+
+static void drop(struct target_set *ts, size_t i)
+{
+	struct py_target *t = ts->v[i];
+
+	if (ts->cb)
+		ts->cb(ts->ctx, t, 0);
+	forget_retired(ts, 1);
+	ts->retired[ts->nretired++] = t;
+	ts->v[i] = ts->v[--ts->n];
+	ts->exited++;
+}
+
+void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
+{
+	struct proc_stat ps;
+
+	for (size_t i = 0; i < ts->n; i++) {
+		if (ts->v[i]->pid == pid) {
+			drop(ts, i);
+			break;
+		}
+	}
+	if (!ts->all && !(ts->children && proc_stat(pid, &ps) == 0 &&
+			  descends_from_target(ts, ps.ppid)))
+		return;
+	/* Retrying every exec of a busy host would cost more than it finds:
+	 * only interpreters named python are retried; others (an embedding
+	 * application) are found by the next /proc scan. */
+	if (!exe_named_python(pid))
+		return;
+	targets_add_pending(ts, pid, now_ns, 2 * 1000000000LL);
+}
+
+void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid)
+{
+	if (ts->children && find_live(ts, ppid))
+		targets_add(ts, pid, 1);
+}

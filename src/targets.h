@@ -1,0 +1,73 @@
+/*
+ * The set of processes being profiled: explicit PIDs, every Python process
+ * of the host, a launched command, and optionally their descendants. A
+ * process is (pid, start time): a reused PID is a new process.
+ */
+#ifndef TARGETS_H
+#define TARGETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyversion.h"
+
+#define TARGETS_MAX	4096		/* also the BPF procs map size */
+#define IGNORED_SLOTS	16384		/* non-Python processes remembered */
+#define PENDING_MAX	256
+
+/* Called when a target is added (event 1), has exited (0: stop sampling
+ * it; samples already in flight are still attributed to it) and is
+ * finally forgotten (-1, just before its memory is freed). */
+typedef void (*target_cb)(void *ctx, const struct py_target *t, int event);
+
+#define RETIRED_MAX 64		/* exited targets kept for late samples */
+
+struct pending {
+	pid_t pid;
+	uint64_t start_time;
+	int64_t until_ns;		/* give up after this */
+};
+
+struct target_set {
+	struct py_target *v[TARGETS_MAX];
+	size_t n;
+	int all;			/* every Python process of the host */
+	int children;			/* descendants of targets too */
+	struct py_target *retired[RETIRED_MAX];	/* exited, oldest first */
+	size_t nretired;
+	struct pending pending[PENDING_MAX];	/* not Python (yet): retried */
+	size_t npending;
+	uint64_t ignored[IGNORED_SLOTS];	/* hashes of (pid, start, comm) */
+	size_t nignored;
+	int64_t last_scan_ns;
+	uint64_t added, exited, failed;	/* counters for the summary */
+	target_cb cb;
+	void *ctx;
+};
+
+void targets_init(struct target_set *ts, int all, int children, target_cb cb, void *ctx);
+void targets_free(struct target_set *ts);
+
+/* Profiles pid from now on; errors are printed unless quiet. 0 on success. */
+int targets_add(struct target_set *ts, pid_t pid, int quiet);
+
+/* Keeps retrying pid until it runs Python or wait_ns passes (a launched
+ * command that is not Python yet: a shell, an interpreter starting up). */
+void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns);
+
+/* Retries pending processes; at most every scan_ns also reaps exited
+ * targets and, in system-wide or children mode, looks for new processes. */
+void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns);
+
+const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
+
+/* A process exec'd: a target that exec'd is a new program (dropped, then
+ * retried); a new process worth watching is retried for a while, since its
+ * interpreter's libraries are mapped only after the exec. */
+void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns);
+
+/* A target forked (fork copies its interpreter): profile the child now. */
+void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid);
+
+#endif
