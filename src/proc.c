@@ -257,16 +257,10 @@ int proc_cmdline(pid_t pid, char *buf, size_t len)
 
 /* A 64-hex-digit id in a cgroup path is the container id of Docker,
  * containerd and CRI-O ("docker-<id>.scope", "cri-containerd-<id>", ...). */
-int proc_container_id(pid_t pid, char *buf, size_t len)
+int proc_container_id_parse(const char *text, size_t n, char *buf, size_t len)
 {
-	char path[64];
-	size_t n, run = 0;
-	char *text;
+	size_t run = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	text = read_small_file(path, 65536, &n);
-	if (!text)
-		return -1;
 	for (size_t i = 0; i <= n; i++) {
 		int hex = i < n && ((text[i] >= '0' && text[i] <= '9') ||
 				    (text[i] >= 'a' && text[i] <= 'f'));
@@ -275,16 +269,31 @@ int proc_container_id(pid_t pid, char *buf, size_t len)
 			run++;
 			continue;
 		}
+		/* Exactly 64: longer hex runs are something else. */
 		if (run == 64 && len > 12) {
 			/* The short form (12 digits), as docker ps shows it. */
 			snprintf(buf, len, "%.12s", text + i - 64);
-			free(text);
 			return 0;
 		}
 		run = 0;
 	}
-	free(text);
 	return -1;
+}
+
+int proc_container_id(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+	char *text;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	text = read_small_file(path, 65536, &n);
+	if (!text)
+		return -1;
+	r = proc_container_id_parse(text, n, buf, len);
+	free(text);
+	return r;
 }
 
 int proc_comm(pid_t pid, char *buf, size_t len)

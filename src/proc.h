@@ -49,6 +49,8 @@ int proc_stat(pid_t pid, struct proc_stat *ps);
 int proc_cmdline(pid_t pid, char *buf, size_t len);
 /* The short container id from /proc/PID/cgroup; -1 when there is none. */
 int proc_container_id(pid_t pid, char *buf, size_t len);
+/* The same from the text of a cgroup file; pure, for tests. */
+int proc_container_id_parse(const char *text, size_t n, char *buf, size_t len);
 /* Start time in clock ticks since boot (field 22 of stat); 0 on error.
  * (pid, start time) identifies a process across PID reuse. */
 uint64_t proc_start_time(pid_t pid);

@@ -186,7 +186,8 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	       size_t size)
 {
 	const struct py_sample *s = rec;
-	struct profile_label labels[3];
+	struct profile_label labels[6];
+	size_t nl = 3;
 	char comm[PYPERF_COMM_LEN + 1];
 	int64_t values[2];
 	size_t n = 0, np = 0, nn;
@@ -228,7 +229,14 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	labels[0] = (struct profile_label){ .key = "pid", .num = s->h.pid };
 	labels[1] = (struct profile_label){ .key = "tid", .num = s->h.tid };
 	labels[2] = (struct profile_label){ .key = "thread_name", .str = comm };
+	/* Per process: low cardinality, what back ends turn into series. */
+	if (t->comm[0])
+		labels[nl++] = (struct profile_label){ .key = "process_name", .str = t->comm };
+	if (t->cmdline[0])
+		labels[nl++] = (struct profile_label){ .key = "cmdline", .str = t->cmdline };
+	if (t->container_id[0])
+		labels[nl++] = (struct profile_label){ .key = "container_id", .str = t->container_id };
 	values[0] = 1;
 	values[1] = (int64_t)s->h.period;
-	return profile_add_sample(k->prof, k->locs, n, labels, 3, values);
+	return profile_add_sample(k->prof, k->locs, n, labels, nl, values);
 }

@@ -1,0 +1,64 @@
+/* Unit tests of the pure /proc parsers: maps lines and container ids. */
+#include <stdio.h>
+#include <string.h>
+
+#include "proc.h"
+
+static int passes, failures;
+
+static void check(int ok, const char *what)
+{
+	printf("%s %s\n", ok ? "ok" : "FAIL", what);
+	ok ? passes++ : failures++;
+}
+
+static void test_maps(void)
+{
+	static const char text[] =
+		"00400000-00452000 r-xp 00000000 fd:01 1234 /usr/bin/python3.11\n"
+		"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
+		"garbage line\n"
+		"7f0000002000-7f0000003000 r--p 00001000 08:02 99 /lib/x (deleted)\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]";
+	struct proc_maps m;
+
+	check(proc_maps_parse(text, strlen(text), &m) == 0 && m.n == 4, "maps: 4 of 5 lines parse");
+	check(m.n == 4 && m.v[0].start == 0x400000 && m.v[0].inode == 1234 &&
+	      strcmp(m.v[0].path, "/usr/bin/python3.11") == 0, "maps: fields of line 1");
+	check(m.n == 4 && strcmp(m.v[2].path, "/lib/x (deleted)") == 0 && m.v[2].offset == 0x1000,
+	      "maps: deleted file keeps its path");
+	check(proc_maps_find(&m, 0x400100) == &m.v[0] && !proc_maps_find(&m, 0x500000),
+	      "maps: address lookup");
+	check(m.n == 4 && strcmp(m.v[3].path, "[stack]") == 0, "maps: last line without newline");
+	proc_maps_free(&m);
+}
+
+static void test_container_id(void)
+{
+	static const char docker[] =
+		"0::/system.slice/docker-4f2b8c1a9d3e0123456789abcdef0123456789abcdef0123456789abcdef0123.scope\n";
+	static const char k8s[] =
+		"12:memory:/kubepods/burstable/pod1234/cri-containerd-"
+		"aaaabbbbccccddddeeeeffff0000111122223333444455556666777788889999\n";
+	static const char none[] = "0::/user.slice/user-0.slice/session-1.scope\n";
+	static const char too_long[] =
+		"0::/x/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef0\n";
+	char id[16];
+
+	check(proc_container_id_parse(docker, strlen(docker), id, sizeof(id)) == 0 &&
+	      strcmp(id, "4f2b8c1a9d3e") == 0, "container id: docker scope");
+	check(proc_container_id_parse(k8s, strlen(k8s), id, sizeof(id)) == 0 &&
+	      strcmp(id, "aaaabbbbcccc") == 0, "container id: containerd under kubepods");
+	check(proc_container_id_parse(none, strlen(none), id, sizeof(id)) == -1,
+	      "container id: none outside containers");
+	check(proc_container_id_parse(too_long, strlen(too_long), id, sizeof(id)) == -1,
+	      "container id: a 65-digit run is not an id");
+}
+
+int main(void)
+{
+	test_maps();
+	test_container_id();
+	printf("%d passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
