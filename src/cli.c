@@ -153,6 +153,12 @@ static int handle_opt(int c, struct config *cfg)
 		cfg->out = optarg;
 		return 0;
 	case 'e':
+		if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "task-clock") &&
+		    strcmp(optarg, "cycles")) {
+			fprintf(stderr, "pyperf-pprof: unknown event '%s': use cpu-clock, task-clock or cycles\n",
+				optarg);
+			return -1;
+		}
 		cfg->event = optarg;
 		return 0;
 	case 'c':
