@@ -1,7 +1,9 @@
 /* Privilege and kernel feature checks, before anything is loaded. */
 #include "preflight.h"
 
+#include <errno.h>
 #include <linux/capability.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -70,4 +72,33 @@ int preflight_check(char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+void preflight_drop_capabilities(int verbose)
+{
+	static const int keep[] = { CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_DAC_READ_SEARCH,
+				    CAP_DAC_OVERRIDE };
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	__u32 mask[2] = { 0, 0 };
+
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		mask[keep[i] / 32] |= 1u << (keep[i] % 32);
+	if (syscall(SYS_capget, &h, d))
+		goto fail;
+	for (int i = 0; i < 2; i++) {
+		d[i].effective &= mask[i];
+		d[i].permitted &= mask[i];
+		d[i].inheritable &= mask[i];
+	}
+	/* The bounding set first: it needs CAP_SETPCAP, dropped below. */
+	for (int cap = 0; cap <= 63; cap++)
+		if (!((mask[cap / 32] >> (cap % 32)) & 1))
+			prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
+	if (syscall(SYS_capset, &h, d))
+		goto fail;
+	return;
+fail:
+	if (verbose)
+		fprintf(stderr, "pyperf-pprof: warning: cannot drop capabilities: %s\n", strerror(errno));
 }

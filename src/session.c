@@ -691,7 +691,12 @@ static int start(struct session *s)
 	    s->cfg->all ? ", every Python process" : "",
 	    s->cfg->duration_ms ? "" : s->cfg->command ? " until the command exits"
 						: " until Ctrl-C");
-	return s->cfg->command ? launch(s) : 0;
+	if (s->cfg->command && launch(s))
+		return -1;
+	/* Everything privileged is done: the child got its own capabilities
+	 * at exec, and what remains is reading targets and writing files. */
+	preflight_drop_capabilities(s->cfg->verbose);
+	return 0;
 }
 
 int session_run(const struct config *cfg)

@@ -32,6 +32,21 @@ for sig in INT TERM; do
 	fi
 done
 
+# Privilege hygiene: once attached, CAP_BPF (39) and CAP_PERFMON (38) are
+# gone, CAP_SYS_PTRACE (19) stays; the profile is not group/other writable.
+"$PYPERF" --pid $pid -d 1500 -o "$work/caps.pb.gz" -q &
+prof=$!
+sleep 1
+eff=$(awk '/^CapEff/ {print $2}' /proc/$prof/status)
+wait $prof
+mode=$(stat -c %a "$work/caps.pb.gz")
+if [ -n "$eff" ] && [ $(( 0x$eff >> 38 & 3 )) = 0 ] && [ $(( 0x$eff >> 19 & 1 )) = 1 ] &&
+	[ "$mode" = 644 ]; then
+	echo "PASS capabilities dropped (CapEff $eff), profile mode $mode"
+else
+	echo "FAIL capabilities: CapEff '$eff', profile mode $mode"; failed=1
+fi
+
 # A full 64 KiB tmpfs: the writability check (an empty temp file) still
 # passes, writing the profile cannot.
 mkdir "$work/full"
