@@ -22,6 +22,9 @@ const volatile __u32 stack_bytes = 0;
  * container's namespace works as well as a profiler on the host. */
 const volatile __u32 pidns_ino = 0;
 
+/* --gil: only samples of threads holding the GIL are sent. */
+const volatile bool gil_only = false;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -253,6 +256,24 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	return 0;
 }
 
+/* SAMPLE_F_GIL_HELD, 0 (not held) or SAMPLE_F_GIL_UNKNOWN. */
+static __always_inline __u32 gil_state(const struct py_proc_config *cfg, __u64 tstate)
+{
+	__u64 holder = 0;
+	int locked = 0;
+
+	if (!tstate)
+		return SAMPLE_F_GIL_UNKNOWN;
+	/* locked is -1 before the GIL is first created (3.6-3.8). */
+	if (cfg->gil_locked_addr && cfg->gil_holder_addr &&
+	    !bpf_probe_read_user(&locked, sizeof(locked), (const void *)cfg->gil_locked_addr) &&
+	    locked >= 0 && !read_ptr(&holder, cfg->gil_holder_addr))
+		return locked == 1 && holder == tstate ? SAMPLE_F_GIL_HELD : 0;
+	if (cfg->gil_current_addr && !read_ptr(&holder, cfg->gil_current_addr))
+		return holder == tstate ? SAMPLE_F_GIL_HELD : 0;
+	return SAMPLE_F_GIL_UNKNOWN;
+}
+
 static __always_inline __u64 first_frame(const struct py_walk_offsets *off,
 					 __u64 tstate, int *err)
 {
@@ -366,6 +387,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 
 	tstate = find_tstate(cfg, tid, &err);
 	s->h.tstate = tstate;
+	s->h.flags |= gil_state(cfg, tstate);
+	if (gil_only && !(s->h.flags & SAMPLE_F_GIL_HELD))
+		return 0;
 	if (!tstate) {
 		s->h.flags |= err ? SAMPLE_F_NO_INTERP : SAMPLE_F_NO_TSTATE;
 		stat_inc(STAT_NO_TSTATE);

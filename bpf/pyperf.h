@@ -55,6 +55,11 @@ struct py_walk_offsets {
 /* Per target process, keyed by tgid in the "procs" map. */
 struct py_proc_config {
 	__u64 interp_head_addr;	/* address of the PyInterpreterState * */
+	/* Who holds the GIL: locked == 1 && last_holder == tstate, or, where
+	 * those are unknown, tstate_current == tstate (<=3.11). 0: unknown. */
+	__u64 gil_locked_addr;	/* int locked */
+	__u64 gil_holder_addr;	/* PyThreadState *last_holder */
+	__u64 gil_current_addr;	/* PyThreadState *tstate_current */
 	struct py_walk_offsets off;
 };
 
@@ -79,6 +84,10 @@ struct py_proc_event {
 #define SAMPLE_F_NO_INTERP	(1u << 3) /* interpreter not initialised */
 #define SAMPLE_F_KERNEL		(1u << 4) /* sampled in kernel mode (syscall) */
 #define SAMPLE_F_STACK_ERR	(1u << 5) /* user stack could not be copied */
+#define SAMPLE_F_GIL_HELD	(1u << 6) /* the thread held the GIL */
+#define SAMPLE_F_GIL_UNKNOWN	(1u << 7) /* the GIL's state could not be read */
+#define SAMPLE_F_OFFCPU		(1u << 8) /* wall mode: thread left the CPU */
+#define SAMPLE_F_OFFCPU_END	(1u << 9) /* wall mode: it is back (no frames) */
 
 /* Counters the BPF side keeps per CPU in the "stats" map, by index. */
 enum pyperf_stat {

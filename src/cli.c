@@ -44,6 +44,7 @@ static void usage(FILE *f)
 "  -c, --sample-period N    one sample every N events (default 1000000;\n"
 "                           for cpu-clock that is nanoseconds)\n"
 "  -F, --frequency HZ       sample HZ times per second instead of -c\n"
+"      --gil                only samples of threads holding the GIL\n"
 "      --ringbuf-size BYTES BPF ring buffer size (default 8 MiB)\n"
 "      --no-native          Python frames only: do not copy and unwind the\n"
 "                           native stack (cheaper)\n"
@@ -115,7 +116,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
+enum { OPT_VERSION = 256, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -128,6 +129,7 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
+	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
@@ -194,6 +196,9 @@ static int handle_opt(int c, struct config *cfg)
 		return 0;
 	case OPT_SUBPROCESSES:
 		cfg->subprocesses = 1;
+		return 0;
+	case OPT_GIL:
+		cfg->gil_only = 1;
 		return 0;
 	case OPT_FORMAT:
 		if (strcmp(optarg, "pprof") == 0) {

@@ -27,6 +27,7 @@ struct config {
 	int all;			/* no --pid and no command: whole host */
 	char **command;			/* after "--": launched and profiled */
 	int duration_set;		/* -d given explicitly */
+	int gil_only;			/* --gil: samples of GIL holders only */
 };
 
 enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };

@@ -48,6 +48,8 @@ RUNTIME = "_PyRuntimeState"
 FRAME_OBJ = "PyFrameObject"
 IFRAME = "struct _PyInterpreterFrame"
 CODE = "PyCodeObject"
+GIL = "struct _gil_runtime_state"
+KEYS = "PyDictKeysObject"
 
 
 def off(ctype, member):
@@ -137,6 +139,84 @@ FIELDS = [
     ("code.tuple_items", "u16", [(6, 13, off("PyTupleObject", "ob_item"))]),
     ("code.ob_type", "u16", [(6, 13, off("PyObject", "ob_type"))]),
     ("code.type_name", "u16", [(6, 13, off("PyTypeObject", "tp_name"))]),
+    # ---- struct py_gil_offsets: where the GIL is and who holds it ----
+    # 3.6 has no struct: static gil_locked / gil_last_holder in ceval.c,
+    # found by their (local) ELF symbols at run time.  3.7-3.11 keep the
+    # one GIL in _PyRuntime.ceval.gil; 3.12 moved it to the interpreter
+    # (interp->ceval.gil points to it; the main interpreter's own
+    # storage is interp->_gil).
+    ("gil.runtime_gil", "u32", [(7, 11, off(RUNTIME, "ceval.gil"))]),
+    ("gil.interp_ceval_gil", "u16", [(12, 13, off(IS, "ceval.gil"))]),
+    ("gil.interp_gil", "u16", [(12, 13, off(IS, "_gil"))]),
+    ("gil.locked", "u16", [(7, 13, off(GIL, "locked"))]),
+    ("gil.last_holder", "u16", [(7, 13, off(GIL, "last_holder"))]),
+    # ---- struct py_object_offsets: attributes, dicts, ints ----
+    ("obj.ts_interp", "u16", [(6, 13, off(TS, "interp"))]),
+    # sys.modules; 3.12 moved it into struct _import_state.
+    ("obj.interp_modules", "u16", [(6, 11, off(IS, "modules")),
+                                   (12, 13, off(IS, "imports.modules"))]),
+    ("obj.module_dict", "u16", [(6, 13, off("PyModuleObject", "md_dict"))]),
+    ("obj.type_flags", "u16", [(6, 13, off("PyTypeObject", "tp_flags"))]),
+    ("obj.type_basicsize", "u16",
+     [(6, 13, off("PyTypeObject", "tp_basicsize"))]),
+    ("obj.type_dictoffset", "u16",
+     [(6, 13, off("PyTypeObject", "tp_dictoffset"))]),
+    ("obj.heaptype_cached_keys", "u16",
+     [(6, 13, off("PyHeapTypeObject", "ht_cached_keys"))]),
+    ("obj.dict_used", "u16", [(6, 13, off("PyDictObject", "ma_used"))]),
+    ("obj.dict_keys", "u16", [(6, 13, off("PyDictObject", "ma_keys"))]),
+    ("obj.dict_values", "u16", [(6, 13, off("PyDictObject", "ma_values"))]),
+    # 3.11 replaced dk_size by its log2 and added the key kind, which
+    # decides the entry type (PyDictUnicodeEntry has no hash).
+    ("obj.dk_size", "u16", [(6, 10, off(KEYS, "dk_size"))]),
+    ("obj.dk_log2_size", "u16", [(11, 13, off(KEYS, "dk_log2_size"))]),
+    ("obj.dk_log2_index_bytes", "u16",
+     [(11, 13, off(KEYS, "dk_log2_index_bytes"))]),
+    ("obj.dk_kind", "u16", [(11, 13, off(KEYS, "dk_kind"))]),
+    ("obj.dk_kind_general", "u16",
+     [(11, 13, "(unsigned long)DICT_KEYS_GENERAL")]),
+    ("obj.dk_nentries", "u16", [(6, 13, off(KEYS, "dk_nentries"))]),
+    ("obj.dk_indices", "u16", [(6, 13, off(KEYS, "dk_indices"))]),
+    ("obj.entry_size", "u16", [(6, 13, size("PyDictKeyEntry"))]),
+    ("obj.entry_hash", "u16", [(6, 13, off("PyDictKeyEntry", "me_hash"))]),
+    ("obj.entry_key", "u16", [(6, 13, off("PyDictKeyEntry", "me_key"))]),
+    ("obj.entry_value", "u16", [(6, 13, off("PyDictKeyEntry", "me_value"))]),
+    ("obj.uentry_size", "u16", [(11, 13, size("PyDictUnicodeEntry"))]),
+    ("obj.uentry_key", "u16",
+     [(11, 13, off("PyDictUnicodeEntry", "me_key"))]),
+    ("obj.uentry_value", "u16",
+     [(11, 13, off("PyDictUnicodeEntry", "me_value"))]),
+    # <=3.10 ma_values is the PyObject *[] itself.
+    ("obj.values_values", "u16", [(11, 13, off("PyDictValues", "values"))]),
+    ("obj.values_valid", "u16", [(13, 13, off("PyDictValues", "valid"))]),
+    # 3.12 replaced ob_size by long_value.lv_tag.
+    ("obj.long_size", "u16",
+     [(6, 11, off("PyLongObject", "ob_base.ob_size")),
+      (12, 13, off("PyLongObject", "long_value.lv_tag"))]),
+    ("obj.long_digit", "u16",
+     [(6, 11, off("PyLongObject", "ob_digit")),
+      (12, 13, off("PyLongObject", "long_value.ob_digit"))]),
+    # Not in the debug info (inline functions and macros of
+    # Include/internal/pycore_object.h): MANAGED_DICT_OFFSET is
+    # -3 * sizeof(PyObject *) in 3.11-3.13 (GIL builds);
+    # _PyObject_ValuesPointer() is obj - 4 pointers in 3.11 only.
+    ("obj.managed_dict", "enum", [(6, 10, const("0")),
+                                  (11, 13, const("-24"))]),
+    ("obj.managed_values", "enum", [(6, 10, const("0")),
+                                    (11, 11, const("-32")),
+                                    (12, 13, const("0"))]),
+    ("obj.managed_kind", "enum", [(6, 10, const("PY_MANAGED_NONE")),
+                                  (11, 11, const("PY_MANAGED_VALUES_PTR")),
+                                  (12, 12, const("PY_MANAGED_TAGGED")),
+                                  (13, 13, const("PY_MANAGED_INLINE"))]),
+    ("obj.long_kind", "enum", [(6, 11, const("PY_LONG_OB_SIZE")),
+                               (12, 13, const("PY_LONG_LV_TAG"))]),
+    # Include/object.h: Py_TPFLAGS_MANAGED_DICT (1 << 4) from 3.11,
+    # Py_TPFLAGS_INLINE_VALUES (1 << 2) from 3.13.
+    ("obj.tpflag_managed_dict", "enum", [(6, 10, const("0")),
+                                         (11, 13, const("0x10"))]),
+    ("obj.tpflag_inline_values", "enum", [(6, 12, const("0")),
+                                          (13, 13, const("0x4"))]),
 ]
 
 # 3.13+ embeds its own offsets in _PyRuntime.debug_offsets; gdb reads
@@ -168,7 +248,31 @@ DEBUG_OFFSETS = {
     "code.tuple_items": "tuple_object.ob_item",
     "code.ob_type": "pyobject.ob_type",
     "code.type_name": "type_object.tp_name",
+    "gil.interp_ceval_gil": "interpreter_state.ceval_gil",
+    "gil.interp_gil": "interpreter_state.gil_runtime_state",
+    # The table gives locked and holder as offsets in PyInterpreterState
+    # (of interp->_gil); relative to the GIL struct they are differences.
+    "gil.locked": ("interpreter_state.gil_runtime_state_locked",
+                   "interpreter_state.gil_runtime_state"),
+    "gil.last_holder": ("interpreter_state.gil_runtime_state_holder",
+                        "interpreter_state.gil_runtime_state"),
+    "obj.ts_interp": "thread_state.interp",
+    "obj.interp_modules": "interpreter_state.imports_modules",
+    "obj.type_flags": "type_object.tp_flags",
+    "obj.dict_keys": "dict_object.ma_keys",
+    "obj.dict_values": "dict_object.ma_values",
+    "obj.long_size": "long_object.lv_tag",
+    "obj.long_digit": "long_object.ob_digit",
 }
+
+
+def debug_expr(dbg):
+    """gdb expression for a DEBUG_OFFSETS value: a field of
+    _PyRuntime.debug_offsets, or (a, b) for the difference a - b."""
+    if isinstance(dbg, tuple):
+        return "(unsigned long)(_PyRuntime.debug_offsets.%s" \
+            " - _PyRuntime.debug_offsets.%s)" % dbg
+    return "(unsigned long)_PyRuntime.debug_offsets." + dbg
 
 # enum _frameowner members, recorded in the entry comment because their
 # meaning moved between 3.11 and 3.12 (CSTACK was added).
@@ -287,8 +391,7 @@ def queries_for(interp):
         q[field] = (what[1] if optional else what, optional)
     if interp.minor >= 13:
         for field, dbg in DEBUG_OFFSETS.items():
-            q["dbg:" + field] = ("(unsigned long)_PyRuntime.debug_offsets."
-                                 + dbg, False)
+            q["dbg:" + field] = (debug_expr(dbg), False)
     for name in OWNER_NAMES:
         q["owner:" + name] = ("(unsigned long)FRAME_OWNED_BY_" + name, True)
     return q
@@ -398,6 +501,14 @@ HEADER = """\
  * generator checked that both agree.  frame_owner values differ by
  * version (3.11 has no CSTACK): the comment above each frame_owner
  * lists that version's FRAME_OWNED_BY_* values.
+ *
+ * gil: where struct _gil_runtime_state is (3.6 has none: static
+ * gil_locked and gil_last_holder in ceval.c).  obj: what reading an
+ * object's attribute takes (thread names, src/pythread.c); its signed
+ * and enum fields are not in the debug info but transcribed from
+ * CPython's headers (see gen-offsets.py), and use 0 for "none".  A
+ * _Py_DebugOffsets layout has only some obj fields; src/pythread.c
+ * takes the others from the entry here of the same minor version.
  */
 
 #include <stddef.h>

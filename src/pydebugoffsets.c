@@ -161,6 +161,27 @@ static const struct need needs[] = {
 	{ "unicode_object", "length", 8, 0, L(code.unicode_length) },
 };
 
+/*
+ * Fields only thread names and the GIL state need (profiling does not):
+ * one that is absent or implausible is left NO_FIELD instead of refusing
+ * the table. The other py_object_offsets fields are not in the table;
+ * pythread_offsets() takes them from the generated entry of the same
+ * minor version.
+ */
+static const struct need optional_needs[] = {
+	{ "thread_state", "interp", 8, 0, L(obj.ts_interp) },
+	{ "interpreter_state", "imports_modules", 8, 0, L(obj.interp_modules) },
+	{ "type_object", "tp_flags", 8, 0, L(obj.type_flags) },
+	{ "dict_object", "ma_keys", 8, 0, L(obj.dict_keys) },
+	{ "dict_object", "ma_values", 8, 0, L(obj.dict_values) },
+	{ "long_object", "lv_tag", 8, 0, L(obj.long_size) },
+	{ "long_object", "ob_digit", 4, 0, L(obj.long_digit) },
+	/* The GIL: interp->ceval.gil points to it; the main interpreter's
+	 * is interp->_gil. locked and last_holder: derive_gil(). */
+	{ "interpreter_state", "ceval_gil", 8, 0, L(gil.interp_ceval_gil) },
+	{ "interpreter_state", "gil_runtime_state", 8, 0, L(gil.interp_gil) },
+};
+
 /* Stable-ABI values any correctly read table has (64-bit, GIL build). */
 static const struct anchor {
 	const char *sect, *field;
@@ -334,6 +355,51 @@ static int derive_unicode(struct ctx *c, struct py_layout *out)
 	return 0;
 }
 
+/* The optional_needs[], with the checks of take_need() on a scratch
+ * context: a failure leaves the field absent and the error text alone. */
+static void take_optional(const struct ctx *c, struct py_layout *out)
+{
+	struct ctx q = *c;
+	char scratch[8];
+
+	q.err = scratch;
+	q.errlen = sizeof(scratch);
+	for (size_t i = 0; i < sizeof(optional_needs) / sizeof(optional_needs[0]); i++)
+		(void)take_need(&q, &optional_needs[i], out);
+}
+
+/*
+ * The table gives the GIL's locked and last_holder as offsets in
+ * PyInterpreterState (of the embedded interp->_gil); py_gil_offsets has
+ * them relative to struct _gil_runtime_state, which interp->ceval.gil
+ * points to. Optional: an implausible difference leaves them absent.
+ */
+static void derive_gil(struct ctx *c, struct py_layout *out)
+{
+	static const char *const names[2] = { "gil_runtime_state_locked",
+					      "gil_runtime_state_holder" };
+	uint16_t *dst[2] = { &out->gil.locked, &out->gil.last_holder };
+	const unsigned width[2] = { 4, 8 };
+	uint64_t base, v, size;
+	struct ctx q = *c;
+	char scratch[8];
+
+	q.err = scratch;
+	q.errlen = sizeof(scratch);
+	if (out->gil.interp_gil == PYPERF_NO_FIELD ||
+	    table_value(&q, "interpreter_state", "gil_runtime_state", &base, &size))
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (table_value(&q, "interpreter_state", names[i], &v, &size))
+			continue;
+		/* struct _gil_runtime_state is ~200 bytes; 4096 is generous. */
+		if (v < base || v - base >= 4096 || (v - base) % width[i] ||
+		    v > size - width[i])
+			continue;
+		*dst[i] = (uint16_t)(v - base);
+	}
+}
+
 /* Cookie, version and build of the table; picks the sequence to read. */
 static int read_header(struct ctx *c, uint32_t *version_hex)
 {
@@ -381,6 +447,15 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 	 * FRAME_OWNED_BY_INTERPRETER in 3.14). */
 	memset(&l, 0xff, sizeof(l));
 	memset(l.walk._pad, 0, sizeof(l.walk._pad));
+	/* The obj fields that are constants, not offsets: 0 is "unknown"
+	 * (pythread_offsets() fills them from the generated table). */
+	l.obj.managed_dict = 0;
+	l.obj.managed_values = 0;
+	l.obj.managed_kind = PY_MANAGED_UNKNOWN;
+	l.obj.long_kind = PY_LONG_UNKNOWN;
+	memset(l.obj._pad, 0, sizeof(l.obj._pad));
+	l.obj.tpflag_managed_dict = 0;
+	l.obj.tpflag_inline_values = 0;
 	l.version_hex = hex;
 	l.source = c.guessed ? c.f->guessed : c.f->source;
 	l.walk.frame_kind = PY_FRAMES_DIRECT;
@@ -391,6 +466,8 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 			return -1;
 	if (derive_unicode(&c, &l))
 		return -1;
+	take_optional(&c, &l);
+	derive_gil(&c, &l);
 	*out = l;
 	*version_hex = hex;
 	return 0;

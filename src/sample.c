@@ -186,8 +186,9 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	       size_t size)
 {
 	const struct py_sample *s = rec;
-	struct profile_label labels[6];
-	size_t nl = 3;
+	struct profile_label labels[8];
+	const char *tname = NULL;
+	size_t nl = 5;
 	char comm[PYPERF_COMM_LEN + 1];
 	int64_t values[2];
 	size_t n = 0, np = 0, nn;
@@ -228,7 +229,14 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	comm[PYPERF_COMM_LEN] = '\0';
 	labels[0] = (struct profile_label){ .key = "pid", .num = s->h.pid };
 	labels[1] = (struct profile_label){ .key = "tid", .num = s->h.tid };
-	labels[2] = (struct profile_label){ .key = "thread_name", .str = comm };
+	if (k->threads && s->h.tstate)
+		tname = pythread_cache_name(k->threads, t, s->h.tstate, s->h.time_ns);
+	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname ? tname : comm };
+	labels[3] = (struct profile_label){ .key = "gil", .str =
+		(s->h.flags & SAMPLE_F_GIL_UNKNOWN) ? "unknown" :
+		(s->h.flags & SAMPLE_F_GIL_HELD) ? "held" : "not_held" };
+	labels[4] = (struct profile_label){ .key = "state", .str =
+		(s->h.flags & SAMPLE_F_OFFCPU) ? "waiting" : "running" };
 	/* Per process: low cardinality, what back ends turn into series. */
 	if (t->comm[0])
 		labels[nl++] = (struct profile_label){ .key = "process_name", .str = t->comm };

@@ -11,6 +11,7 @@
 #include "profile.h"
 #include "unwind.h"
 #include "pysym.h"
+#include "pythread.h"
 #include "pyversion.h"
 
 struct sample_counts {
@@ -33,6 +34,7 @@ struct sample_counts {
 struct sample_sink {
 	struct profile *prof;
 	struct pysym_cache *syms;
+	struct pythread_cache *threads;		/* Python thread names */
 	struct sample_counts n;
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
 	struct nsym_ctx *nsym;

@@ -38,6 +38,7 @@
 #include "pyperf.skel.h"
 
 #define SYMCACHE_ENTRIES	16384
+#define THREADCACHE_ENTRIES	8192
 #define POLL_MS			100
 #define SCAN_NS			500000000LL	/* /proc rescans and reaping */
 
@@ -124,6 +125,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	}
 	/* Forgotten: a new process may reuse the pid; drop what was cached. */
 	pysym_forget_pid(s->sink.syms, t->pid);
+	pythread_forget_pid(s->sink.threads, t->pid);
 	if (s->sink.unw)
 		unwind_forget_pid(s->sink.unw, t->pid);
 	if (s->sink.nsym)
@@ -161,6 +163,7 @@ static int load_bpf(struct session *s)
 	}
 	bpf_map__set_max_entries(s->skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	s->skel->rodata->stack_bytes = s->cfg->stack_bytes;
+	s->skel->rodata->gil_only = s->cfg->gil_only;
 	if (stat("/proc/self/ns/pid", &ns)) {
 		fprintf(stderr, "pyperf-pprof: cannot stat /proc/self/ns/pid: %s (is /proc mounted?)\n",
 			strerror(errno));
@@ -486,7 +489,8 @@ static int setup_profile(struct session *s)
 {
 	s->sink.prof = new_profile(s);
 	s->sink.syms = pysym_cache_new(SYMCACHE_ENTRIES);
-	if (!s->sink.prof || !s->sink.syms)
+	s->sink.threads = pythread_cache_new(THREADCACHE_ENTRIES);
+	if (!s->sink.prof || !s->sink.syms || !s->sink.threads)
 		return -1;
 	if (!s->cfg->stack_bytes)
 		return 0;
@@ -609,6 +613,7 @@ static void cleanup(struct session *s)
 	free(s->links);
 	free(s->event_fds);
 	pysym_cache_free(s->sink.syms);
+	pythread_cache_free(s->sink.threads);
 	unwind_ctx_free(s->sink.unw);
 	nsym_ctx_free(s->sink.nsym);
 	profile_free(s->sink.prof);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "pythread.h"
 
 #define ANCESTRY_MAX 16		/* parent links followed for --subprocesses */
 
@@ -65,6 +66,19 @@ static void forget_retired(struct target_set *ts, int keep_room)
 	ts->nretired -= n;
 }
 
+/* Where the BPF program finds the GIL's holder; left 0 (unknown) when the
+ * interpreter is not far enough initialised to tell. */
+static void locate_gil(struct py_target *t)
+{
+	struct pythread_gil g;
+
+	if (pythread_gil_locate(t, &g))
+		return;
+	t->bpf.gil_locked_addr = g.locked_addr;
+	t->bpf.gil_holder_addr = g.holder_addr;
+	t->bpf.gil_current_addr = g.current_addr;
+}
+
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
 	struct py_target *t;
@@ -88,6 +102,7 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 		ts->failed++;
 		return -1;
 	}
+	locate_gil(t);
 	ts->v[ts->n++] = t;
 	ts->added++;
 	if (ts->cb)
