@@ -301,8 +301,7 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma,
 /* Copies the user registers and up to stack_bytes of the user stack (never
  * past the end of the stack's mapping) after frames[n]. Returns the bytes
  * of stack copied. */
-static __always_inline __u32 copy_user_stack(struct bpf_perf_event_data *ctx,
-					     struct py_sample *s, __u32 n)
+static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u32 n)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -314,7 +313,7 @@ static __always_inline __u32 copy_user_stack(struct bpf_perf_event_data *ctx,
 		return 0;
 	/* Kernel addresses have the top bit set on x86_64; the ctx only
 	 * allows 8-byte loads, so cs is not usable here. */
-	if ((__s64)ctx->regs.ip < 0)
+	if ((__s64)ip < 0)
 		s->h.flags |= SAMPLE_F_KERNEL;
 	g[PYREG_IP] = u.ip; g[PYREG_SP] = u.sp; g[PYREG_BP] = u.bp; g[PYREG_BX] = u.bx;
 	g[PYREG_R12] = u.r12; g[PYREG_R13] = u.r13; g[PYREG_R14] = u.r14; g[PYREG_R15] = u.r15;
@@ -356,8 +355,10 @@ fail:
 	return 0;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data *ctx)
+/* Walks the current thread's Python stack (and copies its user stack)
+ * into a record and sends it. ip is where the thread was interrupted (a
+ * kernel address when it was in a system call). */
+static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid, tid, cpu = bpf_get_smp_processor_id();
@@ -380,8 +381,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	s->h.pid = tgid;
 	s->h.tid = tid;
 	s->h.time_ns = bpf_ktime_get_ns();
-	s->h.period = ctx->sample_period;
-	s->h.flags = 0;
+	s->h.period = period;
+	s->h.flags = flags;
 	s->h.nframes = 0;
 	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
 
@@ -408,7 +409,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (w.n > PYPERF_MAX_FRAMES)
 		w.n = PYPERF_MAX_FRAMES;
 	s->h.nframes = w.n;
-	s->h.stack_len = stack_bytes ? copy_user_stack(ctx, s, w.n) : 0;
+	s->h.stack_len = stack_bytes ? copy_user_stack(ip, s, w.n) : 0;
 	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + s->h.stack_len;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
@@ -417,6 +418,37 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	stat_inc(STAT_SENT);
+	return 0;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	return sample_current(ctx->regs.ip, ctx->sample_period, 0);
+}
+
+/*
+ * Wall mode: a target thread leaving the CPU (to sleep, wait for I/O, a
+ * lock or the GIL, or because it was preempted) is sampled there, while it
+ * is still current; when it comes back, a short record closes the
+ * interval. User space weights the stack by the time off the CPU.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct py_sample_hdr h = {};
+	__u32 tgid;
+
+	sample_current(0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
+	if (pid_nr_in_our_ns(BPF_CORE_READ(next, group_leader, thread_pid), &tgid) ||
+	    !bpf_map_lookup_elem(&procs, &tgid) ||
+	    pid_nr_in_our_ns(BPF_CORE_READ(next, thread_pid), &h.tid))
+		return 0;
+	h.pid = tgid;
+	h.time_ns = bpf_ktime_get_ns();
+	h.flags = SAMPLE_F_OFFCPU_END;
+	if (bpf_ringbuf_output(&events, &h, sizeof(h), 0))
+		stat_inc(STAT_LOST);
 	return 0;
 }
 

@@ -44,6 +44,8 @@ static void usage(FILE *f)
 "  -c, --sample-period N    one sample every N events (default 1000000;\n"
 "                           for cpu-clock that is nanoseconds)\n"
 "  -F, --frequency HZ       sample HZ times per second instead of -c\n"
+"      --mode MODE          cpu (default): time on the CPU; wall: also time\n"
+"                           off it (sleep, I/O, locks, GIL), every thread\n"
 "      --gil                only samples of threads holding the GIL\n"
 "      --ringbuf-size BYTES BPF ring buffer size (default 8 MiB)\n"
 "      --no-native          Python frames only: do not copy and unwind the\n"
@@ -116,7 +118,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
+enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -130,6 +132,7 @@ static const struct option long_opts[] = {
 	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
 	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
@@ -196,6 +199,13 @@ static int handle_opt(int c, struct config *cfg)
 		return 0;
 	case OPT_SUBPROCESSES:
 		cfg->subprocesses = 1;
+		return 0;
+	case OPT_MODE:
+		if (strcmp(optarg, "cpu") && strcmp(optarg, "wall")) {
+			fprintf(stderr, "pyperf-pprof: --mode must be cpu or wall, got '%s'\n", optarg);
+			return -1;
+		}
+		cfg->wall = strcmp(optarg, "wall") == 0;
 		return 0;
 	case OPT_GIL:
 		cfg->gil_only = 1;

@@ -28,6 +28,7 @@ struct config {
 	char **command;			/* after "--": launched and profiled */
 	int duration_set;		/* -d given explicitly */
 	int gil_only;			/* --gil: samples of GIL holders only */
+	int wall;			/* --mode wall: off-CPU time too */
 };
 
 enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };

@@ -1,10 +1,13 @@
 /* pyperf-pprof: sample CPython stacks with eBPF, write pprof. */
+#include <stdlib.h>
+
 #include "cli.h"
 #include "session.h"
 
 int main(int argc, char **argv)
 {
 	struct config cfg;
+	int rc;
 
 	switch (cli_parse(argc, argv, &cfg)) {
 	case CLI_EXIT_OK:
@@ -14,5 +17,8 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
-	return session_run(&cfg);
+	rc = session_run(&cfg);
+	/* cli_parse() allocated it; LeakSanitizer and valgrind see it lost. */
+	free((char *)cfg.cmdline);
+	return rc;
 }

@@ -840,7 +840,8 @@ static int sample_append(struct profile *p, const struct sample_key *k,
 	s->nlocs = (uint32_t)k->nlocs;
 	s->label_off = (uint32_t)p->nlabels;
 	s->nlabels = (uint32_t)k->nlabels;
-	memcpy(stack_ids + p->nstack_ids, k->locs, k->nlocs * sizeof(*k->locs));
+	if (k->nlocs)	/* locs may be NULL when nlocs is 0 */
+		memcpy(stack_ids + p->nstack_ids, k->locs, k->nlocs * sizeof(*k->locs));
 	memcpy(labels + p->nlabels, k->labels, k->nlabels * sizeof(*labels));
 	memcpy(vals + p->nvalues, values, p->nstypes * sizeof(*vals));
 	p->nstack_ids += k->nlocs;

@@ -7,6 +7,7 @@
 #include "sample.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t synthetic(struct sample_sink *k, const char *name)
@@ -182,17 +183,139 @@ static void count_thread(struct sample_sink *k, uint32_t tid)
 	}
 }
 
+/* Adds one stack with all its labels. */
+static int add_labeled(struct sample_sink *k, const struct py_target *t, const uint64_t *locs,
+		       size_t n, uint32_t pid, uint32_t tid, const char *tname, uint32_t flags,
+		       int64_t count, int64_t weight)
+{
+	struct profile_label labels[8];
+	int64_t values[2] = { count, weight };
+	size_t nl = 5;
+
+	labels[0] = (struct profile_label){ .key = "pid", .num = pid };
+	labels[1] = (struct profile_label){ .key = "tid", .num = tid };
+	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname };
+	labels[3] = (struct profile_label){ .key = "gil", .str =
+		(flags & SAMPLE_F_GIL_UNKNOWN) ? "unknown" :
+		(flags & SAMPLE_F_GIL_HELD) ? "held" : "not_held" };
+	labels[4] = (struct profile_label){ .key = "state", .str =
+		(flags & SAMPLE_F_OFFCPU) ? "waiting" : "running" };
+	/* Per process: low cardinality, what back ends turn into series. */
+	if (t->comm[0])
+		labels[nl++] = (struct profile_label){ .key = "process_name", .str = t->comm };
+	if (t->cmdline[0])
+		labels[nl++] = (struct profile_label){ .key = "cmdline", .str = t->cmdline };
+	if (t->container_id[0])
+		labels[nl++] = (struct profile_label){ .key = "container_id", .str = t->container_id };
+	return profile_add_sample(k->prof, locs, n, labels, nl, values);
+}
+
+static struct offcpu *offcpu_slot(struct sample_sink *k, uint32_t tid, int create)
+{
+	size_t h = (tid * 2654435761u) % OFFCPU_MAX;
+
+	for (size_t i = 0; i < OFFCPU_MAX; i++, h = (h + 1) % OFFCPU_MAX) {
+		if (k->offcpu[h].tid == tid)
+			return &k->offcpu[h];
+		if (!k->offcpu[h].tid)
+			return create ? &k->offcpu[h] : NULL;
+	}
+	return NULL;
+}
+
+static void offcpu_clear(struct sample_sink *k, struct offcpu *o)
+{
+	size_t i = (size_t)(o - k->offcpu), j = i;
+
+	free(o->locs);
+	memset(o, 0, sizeof(*o));
+	/* Backward-shift deletion keeps linear probing chains intact. */
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) % OFFCPU_MAX;
+		if (!k->offcpu[j].tid)
+			return;
+		home = (k->offcpu[j].tid * 2654435761u) % OFFCPU_MAX;
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			k->offcpu[i] = k->offcpu[j];
+			memset(&k->offcpu[j], 0, sizeof(k->offcpu[j]));
+			i = j;
+		}
+	}
+}
+
+/* A thread left the CPU: keep its stack until it returns. */
+static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t n,
+			const char *tname)
+{
+	struct offcpu *o = offcpu_slot(k, s->h.tid, 1);
+
+	if (!o) {
+		k->n.offcpu_dropped++;
+		return 0;
+	}
+	free(o->locs);
+	o->locs = malloc(n * sizeof(*o->locs));
+	if (!o->locs) {
+		memset(o, 0, sizeof(*o));
+		return -1;
+	}
+	memcpy(o->locs, k->locs, n * sizeof(*o->locs));
+	o->n = n;
+	o->pid = s->h.pid;
+	o->tid = s->h.tid;
+	o->flags = s->h.flags;
+	o->start_ns = s->h.time_ns;
+	snprintf(o->tname, sizeof(o->tname), "%s", tname);
+	return 0;
+}
+
+/* It is back: the stack weighs the time it was away. */
+static int offcpu_end(struct sample_sink *k, const struct py_target *t, struct offcpu *o,
+		      uint64_t now_ns)
+{
+	int64_t w = now_ns > o->start_ns ? (int64_t)(now_ns - o->start_ns) : 0;
+	int64_t count = k->period_ns ? (w + (int64_t)k->period_ns / 2) / (int64_t)k->period_ns : 1;
+	int r = 0;
+
+	if (w > 0)
+		r = add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname, o->flags,
+				count, w);
+	offcpu_clear(k, o);
+	return r;
+}
+
+void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
+			 const struct py_target *(*find)(void *ctx, int pid), void *ctx)
+{
+	for (size_t i = 0; i < OFFCPU_MAX; i++) {
+		struct offcpu *o = &k->offcpu[i];
+		const struct py_target *t;
+
+		while (o->tid) {	/* clearing may shift another entry here */
+			t = find(ctx, (int)o->pid);
+			if (t)
+				offcpu_end(k, t, o, now_ns);
+			else
+				offcpu_clear(k, o);
+		}
+	}
+}
+
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size)
 {
 	const struct py_sample *s = rec;
-	struct profile_label labels[8];
 	const char *tname = NULL;
-	size_t nl = 5;
 	char comm[PYPERF_COMM_LEN + 1];
-	int64_t values[2];
 	size_t n = 0, np = 0, nn;
 
+	if (size >= sizeof(s->h) && (s->h.flags & SAMPLE_F_OFFCPU_END)) {
+		struct offcpu *o = offcpu_slot(k, s->h.tid, 0);
+
+		return o ? offcpu_end(k, t, o, s->h.time_ns) : 0;
+	}
 	k->n.records++;
 	if (size < sizeof(s->h) ||
 	    s->h.nframes > PYPERF_MAX_FRAMES ||
@@ -227,24 +350,10 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 			return -1;	/* out of memory in the profile */
 	memcpy(comm, s->h.comm, PYPERF_COMM_LEN);
 	comm[PYPERF_COMM_LEN] = '\0';
-	labels[0] = (struct profile_label){ .key = "pid", .num = s->h.pid };
-	labels[1] = (struct profile_label){ .key = "tid", .num = s->h.tid };
 	if (k->threads && s->h.tstate)
 		tname = pythread_cache_name(k->threads, t, s->h.tstate, s->h.time_ns);
-	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname ? tname : comm };
-	labels[3] = (struct profile_label){ .key = "gil", .str =
-		(s->h.flags & SAMPLE_F_GIL_UNKNOWN) ? "unknown" :
-		(s->h.flags & SAMPLE_F_GIL_HELD) ? "held" : "not_held" };
-	labels[4] = (struct profile_label){ .key = "state", .str =
-		(s->h.flags & SAMPLE_F_OFFCPU) ? "waiting" : "running" };
-	/* Per process: low cardinality, what back ends turn into series. */
-	if (t->comm[0])
-		labels[nl++] = (struct profile_label){ .key = "process_name", .str = t->comm };
-	if (t->cmdline[0])
-		labels[nl++] = (struct profile_label){ .key = "cmdline", .str = t->cmdline };
-	if (t->container_id[0])
-		labels[nl++] = (struct profile_label){ .key = "container_id", .str = t->container_id };
-	values[0] = 1;
-	values[1] = (int64_t)s->h.period;
-	return profile_add_sample(k->prof, k->locs, n, labels, nl, values);
+	if (s->h.flags & SAMPLE_F_OFFCPU)
+		return offcpu_start(k, s, n, tname ? tname : comm);
+	return add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm,
+			   s->h.flags, 1, (int64_t)s->h.period);
 }

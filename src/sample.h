@@ -27,9 +27,21 @@ struct sample_counts {
 	uint64_t native_errors;	/* unwinds that stopped before the outermost frame */
 	uint64_t stack_errors;	/* BPF could not copy the user stack */
 	uint64_t merge_errors;	/* eval loops and Python groups that did not pair */
+	uint64_t offcpu_dropped;	/* wall mode: more threads off CPU than OFFCPU_MAX */
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
+#define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
+
+/* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
+struct offcpu {
+	uint32_t pid, tid;	/* tid 0: free slot */
+	uint32_t flags;		/* SAMPLE_F_* of the switch-out record */
+	uint64_t start_ns;
+	uint64_t *locs;
+	size_t n;
+	char tname[64];
+};
 
 struct sample_sink {
 	struct profile *prof;
@@ -37,6 +49,8 @@ struct sample_sink {
 	struct pythread_cache *threads;		/* Python thread names */
 	struct sample_counts n;
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
+	uint64_t period_ns;			/* wall mode: counts = weight / period */
+	struct offcpu offcpu[OFFCPU_MAX];
 	struct nsym_ctx *nsym;
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];
@@ -54,5 +68,10 @@ struct sample_sink {
  * t. Returns 0, or -1 on allocation failure. */
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size);
+
+/* Wall mode: closes every open off-CPU interval at now_ns (CLOCK_MONOTONIC)
+ * and adds it; find maps a pid to its target (NULL: dropped). */
+void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
+			 const struct py_target *(*find)(void *ctx, int pid), void *ctx);
 
 #endif

@@ -58,7 +58,7 @@ struct session {
 	struct ring_buffer *rb;
 	struct sample_sink sink;
 	int hw_cycles;			/* sampling hardware cycles, not time */
-	struct bpf_link *exec_link, *fork_link;
+	struct bpf_link *exec_link, *fork_link, *switch_link;
 	uint64_t bpf_stats[STAT__COUNT];
 	struct timespec t0;
 	int64_t time_nanos;
@@ -156,6 +156,8 @@ static int load_bpf(struct session *s)
 	}
 	bpf_map__set_max_entries(s->skel->maps.events, s->cfg->ringbuf_bytes);
 	bpf_map__set_max_entries(s->skel->maps.procs, TARGETS_MAX);
+	if (!s->cfg->wall)
+		bpf_program__set_autoload(s->skel->progs.on_switch, false);
 	if (!s->cfg->all && !s->cfg->subprocesses) {
 		/* Fixed targets: no need to watch processes come and go. */
 		bpf_program__set_autoload(s->skel->progs.on_exec, false);
@@ -279,6 +281,14 @@ static int attach_events(struct session *s)
 	}
 	if (!s->nevents)
 		return -1;
+	if (s->cfg->wall) {
+		s->switch_link = bpf_program__attach(s->skel->progs.on_switch);
+		if (!s->switch_link) {
+			fprintf(stderr, "pyperf-pprof: cannot attach to sched_switch for --mode wall: %s\n",
+				strerror(errno));
+			return -1;
+		}
+	}
 	if (!s->cfg->all && !s->cfg->subprocesses)
 		return 0;
 	s->exec_link = bpf_program__attach(s->skel->progs.on_exec);
@@ -421,7 +431,8 @@ static void stop_sampling(struct session *s)
 	s->nevents = 0;
 	bpf_link__destroy(s->exec_link);
 	bpf_link__destroy(s->fork_link);
-	s->exec_link = s->fork_link = NULL;
+	bpf_link__destroy(s->switch_link);
+	s->exec_link = s->fork_link = s->switch_link = NULL;
 	/* Records already in the ring buffer are kept. */
 	if (s->rb)
 		ring_buffer__consume(s->rb);
@@ -479,14 +490,18 @@ static struct profile *new_profile(const struct session *s)
 		profile_add_sample_type(p, "cycles", "count");
 		profile_set_period(p, "cycles", "count", (int64_t)s->cfg->sample_period);
 	} else {
-		profile_add_sample_type(p, "cpu", "nanoseconds");
-		profile_set_period(p, "cpu", "nanoseconds", (int64_t)period);
+		const char *type = s->cfg->wall ? "wall" : "cpu";
+
+		profile_add_sample_type(p, type, "nanoseconds");
+		profile_set_period(p, type, "nanoseconds", (int64_t)period);
 	}
 	return p;
 }
 
 static int setup_profile(struct session *s)
 {
+	s->sink.period_ns = s->cfg->frequency ? 1000000000ULL / s->cfg->frequency
+					      : s->cfg->sample_period;
 	s->sink.prof = new_profile(s);
 	s->sink.syms = pysym_cache_new(SYMCACHE_ENTRIES);
 	s->sink.threads = pythread_cache_new(THREADCACHE_ENTRIES);
@@ -556,6 +571,19 @@ static void print_summary(struct session *s)
 		print_native_stats(s);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static const struct py_target *find_target(void *ctx, int pid)
+{
+	return targets_find(&((struct session *)ctx)->ts, pid);
+}
+
 static int64_t wall_ns(void)
 {
 	struct timespec t;
@@ -575,6 +603,8 @@ static int write_profile(struct session *s, int final, int rotate)
 	read_bpf_stats(s);
 	if (final)
 		show_status(s, 1);
+	if (s->cfg->wall)	/* threads still off the CPU count up to now */
+		sample_flush_offcpu(&s->sink, mono_ns(), find_target, s);
 	add_comments(s);
 	profile_set_time(s->sink.prof, s->interval_wall, now - s->interval_t0);
 	if (final)
