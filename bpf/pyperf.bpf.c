@@ -70,6 +70,16 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Waking the reader for every record costs a context switch per sample:
+ * wake it only once a batch has piled up; it also polls every 100 ms. */
+#define WAKEUP_BYTES (256 << 10)
+
+static __always_inline __u64 wakeup_flag(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= WAKEUP_BYTES ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -413,7 +423,7 @@ static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
 	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + s->h.stack_len;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, size, 0)) {
+	if (bpf_ringbuf_output(&events, s, size, wakeup_flag())) {
 		stat_inc(STAT_LOST);
 		return 0;
 	}
@@ -447,7 +457,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	h.pid = tgid;
 	h.time_ns = bpf_ktime_get_ns();
 	h.flags = SAMPLE_F_OFFCPU_END;
-	if (bpf_ringbuf_output(&events, &h, sizeof(h), 0))
+	if (bpf_ringbuf_output(&events, &h, sizeof(h), wakeup_flag()))
 		stat_inc(STAT_LOST);
 	return 0;
 }

@@ -413,6 +413,10 @@ static int poll_loop(struct session *s)
 			write_profile(s, 0, s->cfg->interval_s != 0);
 		}
 		r = ring_buffer__poll(s->rb, POLL_MS);
+		/* Records are sent without a wakeup until a batch piles up
+		 * (see pyperf.bpf.c): read what came in since, every time. */
+		if (r >= 0 || r == -EINTR)
+			r = ring_buffer__consume(s->rb);
 		if (r < 0 && r != -EINTR)
 			return r == -ENOMEM ? 0 : -1;
 		show_status(s, 0);
