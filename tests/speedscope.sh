@@ -12,6 +12,16 @@ name=speedscope
 : "${CHROMIUM:=/usr/bin/chromium}"
 : "${NODE:=node}"
 : "${NODE_DIR:=$TOP_SRCDIR/tests/node}"
+# An unpacked tarball (make distcheck) has the pinned package.json and lock
+# but no node_modules, and a read-only source tree: install into the build
+# tree from the same lock.
+if [ ! -d "$NODE_DIR/node_modules" ] && command -v npm >/dev/null 2>&1; then
+	mkdir -p tests/node
+	cp "$NODE_DIR/package.json" "$NODE_DIR/package-lock.json" tests/node/ 2>/dev/null &&
+		chmod u+w tests/node/package.json tests/node/package-lock.json &&
+		npm ci --prefix tests/node --no-audit --no-fund > /dev/null 2>&1 &&
+		NODE_DIR=$(pwd)/tests/node
+fi
 : "${ARTIFACTS:=$(pwd)/tests/artifacts}"
 
 [ -x "$CHROMIUM" ] || skip "$CHROMIUM not installed (Debian package chromium)"
