@@ -28,6 +28,10 @@ autoreconf -fi
 make -j"$(nproc)"
 
 case $mode in
+bench)
+	apt-get install -y -q linux-perf austin python3-matplotlib
+	make bench
+	;;
 example)
 	make example
 	;;
@@ -37,7 +41,7 @@ check)
 	make -j"$(nproc)" check
 	;;
 *)
-	echo "bootstrap: unknown mode '$mode' (use example or check)" >&2
+	echo "bootstrap: unknown mode '$mode' (use example, check or bench)" >&2
 	exit 2
 	;;
 esac
