@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
@@ -633,6 +634,9 @@ static int write_profile(struct session *s, int final, int rotate)
 		return -1;
 	}
 	profile_free(s->sink.prof);
+	/* Give the freed profile and encoding buffers back to the system: a
+	 * sidecar's RSS then follows what it holds, interval after interval. */
+	malloc_trim(0);
 	s->sink.prof = next;
 	s->interval_t0 = now;
 	s->interval_wall = wall_ns();
