@@ -24,7 +24,7 @@ secs=${1:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 cc=${CC_FUZZ:-clang}
-targets=${FUZZ_TARGETS:-"elf maps linetable debugoffsets merge profile"}
+targets=${FUZZ_TARGETS:-"elf maps linetable debugoffsets merge profile replay"}
 parallel=${FUZZ_PARALLEL:-1}
 artifacts=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}
 builddir=${BUILDDIR:-$top}
@@ -70,6 +70,10 @@ sources() {
 	debugoffsets) echo "src/pydebugoffsets.c" ;;
 	merge) echo "src/merge.c" ;;
 	profile) echo "src/profile.c src/pprof_write.c src/collapsed.c" ;;
+	replay) echo "src/record.c src/replay.c src/proc.c src/elffile.c src/sample.c src/merge.c
+		src/unwind.c src/nsym.c src/pysym.c src/pythread.c src/linetable.c
+		src/pyoffsets_table.c src/pydebugoffsets.c src/profile.c src/pprof_write.c
+		src/collapsed.c src/output.c" ;;
 	*) return 1 ;;
 	esac
 }
@@ -78,13 +82,14 @@ libs() {
 	case $1 in
 	elf) echo "-lelf -lz" ;;
 	profile) echo "-lprotobuf-c -lz" ;;
+	replay) echo "-lelf -lz -lprotobuf-c -lunwind-generic -lunwind" ;;
 	esac
 }
 
 # Longest input tried: files for elf and maps, small for the rest.
 maxlen() {
 	case $1 in
-	elf|maps) echo 65536 ;;
+	elf|maps|replay) echo 65536 ;;
 	debugoffsets|profile) echo 8192 ;;
 	*) echo 4096 ;;
 	esac
@@ -95,7 +100,7 @@ build() {
 	src=$(sources "$t") || { echo "fuzz: unknown target $t" >&2; return 1; }
 	set --
 	for s in $src; do set -- "$@" "$top/$s"; done
-	[ "$t" = profile ] && set -- "$@" "$proto/profile.pb-c.c"
+	case $t in profile|replay) set -- "$@" "$proto/profile.pb-c.c" ;; esac
 	# shellcheck disable=SC2046,SC2086
 	$cc $CFLAGS_FUZZ "$here/fuzz_$t.c" "$@" $(libs "$t") -o "$work/fuzz_$t" \
 		>"$work/build-$t.log" 2>&1

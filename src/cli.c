@@ -53,6 +53,10 @@ static void usage(FILE *f)
 "      --native             merge native frames into the stacks (default)\n"
 "      --stack-bytes N      user stack bytes copied per sample for native\n"
 "                           unwinding (default 16384, at most 65536)\n"
+"      --record FILE        also save what the session observes (samples,\n"
+"                           target memory and files read) to FILE\n"
+"      --replay FILE        no sampling: turn a --record FILE into --out\n"
+"                           offline (no root, no BPF, the processes gone)\n"
 "  -v, --verbose            print counters and cache statistics\n"
 "  -q, --quiet              print errors only\n"
 "  -h, --help               this help\n"
@@ -118,7 +122,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES };
+enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -137,6 +141,8 @@ static const struct option long_opts[] = {
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -238,6 +244,12 @@ static int handle_opt(int c, struct config *cfg)
 		}
 		cfg->stack_bytes = (uint32_t)v & ~7u;
 		return 0;
+	case OPT_RECORD:	/* record and replay: src/record.c */
+		cfg->record = optarg;
+		return 0;
+	case OPT_REPLAY:
+		cfg->replay = optarg;
+		return 0;
 	case 'v':
 		cfg->verbose++;
 		return 0;
@@ -284,6 +296,12 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 			return CLI_ERROR;
 		}
 		cfg->command = argv + optind;
+	}
+	/* --replay profiles a recording, not processes. */
+	if (cfg->replay && (cfg->record || cfg->npids || cfg->command || cfg->interval_s ||
+			    cfg->subprocesses)) {
+		fprintf(stderr, "pyperf-pprof: --replay reads a recording: it takes no --pid, command, --record, --interval or --subprocesses\n");
+		return CLI_ERROR;
 	}
 	cfg->all = !cfg->npids && !cfg->command;
 	if (cfg->command && !cfg->duration_set)

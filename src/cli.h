@@ -29,6 +29,8 @@ struct config {
 	int duration_set;		/* -d given explicitly */
 	int gil_only;			/* --gil: samples of GIL holders only */
 	int wall;			/* --mode wall: off-CPU time too */
+	const char *record;		/* --record FILE: also save what was observed */
+	const char *replay;		/* --replay FILE: profile a recording, offline */
 };
 
 enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };

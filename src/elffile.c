@@ -22,12 +22,19 @@ struct elf_file {
 	size_t size;
 };
 
+/* Record and replay seam (src/record.c): NULL when profiling live. */
+const struct elf_file_hooks *elf_file_hooks;
+
 struct elf_file *elf_file_open(const char *path)
 {
+	const char *asked = path;
 	struct elf_file *ef;
 	struct stat st;
 	void *img;
 
+	if (elf_file_hooks && elf_file_hooks->open_path &&
+	    !(path = elf_file_hooks->open_path(path)))
+		return NULL;	/* replay: not in the recording */
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return NULL;
 	ef = calloc(1, sizeof(*ef));
@@ -46,6 +53,8 @@ struct elf_file *elf_file_open(const char *path)
 	ef->elf = elf_memory((char *)img, ef->size);
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || gelf_getclass(ef->elf) != ELFCLASS64)
 		goto fail;
+	if (elf_file_hooks && elf_file_hooks->opened)	/* record: keep a copy */
+		elf_file_hooks->opened(asked, ef->image, ef->size);
 	return ef;
 fail:
 	elf_file_close(ef);

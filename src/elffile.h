@@ -7,6 +7,18 @@
 
 struct elf_file;
 
+/*
+ * Record and replay seam (src/record.c); NULL when profiling live. With
+ * --replay, open_path maps the path asked for to the file that serves it
+ * (NULL: not recorded, the open fails); with --record, opened gets every
+ * file elf_file_open() opened, as its image.
+ */
+struct elf_file_hooks {
+	const char *(*open_path)(const char *path);
+	void (*opened)(const char *path, const uint8_t *image, size_t size);
+};
+extern const struct elf_file_hooks *elf_file_hooks;
+
 /* Opens path read-only. NULL if it is not a readable ELF file. */
 struct elf_file *elf_file_open(const char *path);
 void elf_file_close(struct elf_file *ef);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "replay.h"
 #include "session.h"
 
 int main(int argc, char **argv)
@@ -17,7 +18,8 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
-	rc = session_run(&cfg);
+	/* --replay: a recording instead of live processes (src/replay.c). */
+	rc = cfg.replay ? replay_main(&cfg) : session_run(&cfg);
 	/* cli_parse() allocated it; LeakSanitizer and valgrind see it lost. */
 	free((char *)cfg.cmdline);
 	return rc;

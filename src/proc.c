@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -78,7 +79,43 @@ oom:
 	return -1;
 }
 
+/* ---- record and replay seam (src/record.c) ---------------------------
+ * Everything pyperf-pprof learns about a target passes through here: its
+ * memory (process_vm_readv, which proc_read() and pysym.c's and
+ * pythread.c's batches call, is proc_vm_readv_seam() below), its /proc
+ * files (maps, comm, cmdline, cgroup; not stat, which only the live
+ * bookkeeping of targets reads) and the paths of its mapped files.
+ * NULL when profiling live; --record installs hooks that copy what is read
+ * into the recording, --replay hooks that serve it from one. */
+const struct proc_hooks *proc_hooks;
+
+/* What process_vm_readv() is in this program: src/record.c defines it
+ * over libc's, so every read of target memory, batched ones included,
+ * passes here. Without hooks it is the system call. */
+ssize_t proc_vm_readv_seam(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			   const struct iovec *remote, unsigned long nremote,
+			   unsigned long flags)
+{
+	if (proc_hooks && proc_hooks->vm_readv)
+		return proc_hooks->vm_readv(pid, local, nlocal, remote, nremote, flags);
+	return proc_vm_readv_live(pid, local, nlocal, remote, nremote, flags);
+}
+
+ssize_t proc_vm_readv_live(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			   const struct iovec *remote, unsigned long nremote,
+			   unsigned long flags)
+{
+	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, flags);
+}
+
 static char *read_small_file(const char *path, size_t max, size_t *len)
+{
+	if (proc_hooks && proc_hooks->read_file)	/* record/replay seam */
+		return proc_hooks->read_file(path, max, len);
+	return proc_read_file_live(path, max, len);
+}
+
+char *proc_read_file_live(const char *path, size_t max, size_t *len)
 {
 	size_t cap = 65536, n = 0;
 	char *buf = malloc(cap);
@@ -177,6 +214,14 @@ int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 }
 
 void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+{
+	if (proc_hooks && proc_hooks->map_file)	/* record/replay seam */
+		proc_hooks->map_file(pid, m, buf, len);
+	else
+		proc_map_file_live(pid, m, buf, len);
+}
+
+void proc_map_file_live(pid_t pid, const struct proc_map *m, char *buf, size_t len)
 {
 	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
 		 m->start, m->end);

@@ -56,4 +56,34 @@ int proc_container_id_parse(const char *text, size_t n, char *buf, size_t len);
 uint64_t proc_start_time(pid_t pid);
 int proc_comm(pid_t pid, char *buf, size_t len);
 
+/*
+ * Record and replay seam (src/record.c). Every read of a target goes
+ * through process_vm_readv() (src/record.c defines it, so pysym.c's and
+ * pythread.c's batched reads pass too), the /proc file reader and
+ * proc_map_file(). With proc_hooks NULL (the default) they are the live
+ * system; --record and --replay install hooks. The *_live functions are
+ * what the hooks wrap when recording.
+ */
+struct iovec;
+struct proc_hooks {
+	ssize_t (*vm_readv)(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			    const struct iovec *remote, unsigned long nremote,
+			    unsigned long flags);
+	/* A malloc'd copy of a /proc file of at most max bytes, or NULL. */
+	char *(*read_file)(const char *path, size_t max, size_t *len);
+	void (*map_file)(pid_t pid, const struct proc_map *m, char *buf, size_t len);
+};
+extern const struct proc_hooks *proc_hooks;
+
+/* What process_vm_readv() is in a program that links src/record.c, which
+ * defines process_vm_readv() as a call of it. */
+ssize_t proc_vm_readv_seam(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			   const struct iovec *remote, unsigned long nremote,
+			   unsigned long flags);
+ssize_t proc_vm_readv_live(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			   const struct iovec *remote, unsigned long nremote,
+			   unsigned long flags);
+char *proc_read_file_live(const char *path, size_t max, size_t *len);
+void proc_map_file_live(pid_t pid, const struct proc_map *m, char *buf, size_t len);
+
 #endif

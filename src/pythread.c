@@ -658,12 +658,12 @@ static uint64_t instance_attr(const struct ctx *c, struct istate *is, uint64_t o
 	if (!ti.cached_keys && o->managed_kind != PY_MANAGED_NONE)
 		ti.cached_keys = rd_ptr(c, type + o->heaptype_cached_keys);
 	if (o->tpflag_managed_dict && (ti.flags & o->tpflag_managed_dict)) {
-		memcpy(&w, pre + o->managed_dict - lo, 8);
+		memcpy(&w, pre + (o->managed_dict - lo), 8);
 		switch (o->managed_kind) {
 		case PY_MANAGED_VALUES_PTR: {
 			uint64_t values;
 
-			memcpy(&values, pre + o->managed_values - lo, 8);
+			memcpy(&values, pre + (o->managed_values - lo), 8);
 			if (values)
 				return values & 7 ? 0 :
 				       values_get(c, is, ti.cached_keys, values, s, hint);

@@ -35,6 +35,7 @@
 #include "profile.h"
 #include "pysym.h"
 #include "pyversion.h"
+#include "record.h"
 #include "sample.h"
 #include "pyperf.skel.h"
 
@@ -109,6 +110,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	__u32 key = (__u32)t->pid;
 
 	if (event == 1) {
+		record_target(t);	/* --record (src/record.c); no-op otherwise */
 		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s\n", t->pid, t->comm,
 		    t->major, t->minor, t->micro, t->module);
 		if (s->skel && bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &t->bpf,
@@ -125,6 +127,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		return;
 	}
 	/* Forgotten: a new process may reuse the pid; drop what was cached. */
+	record_forget(t);	/* --record: replay drops its caches here too */
 	pysym_forget_pid(s->sink.syms, t->pid);
 	pythread_forget_pid(s->sink.threads, t->pid);
 	if (s->sink.unw)
@@ -305,13 +308,17 @@ static int on_record(void *ctx, void *data, size_t size)
 	struct session *s = ctx;
 	const struct py_sample_hdr *h = data;
 	const struct py_target *t;
+	int r;
 
 	if (size < sizeof(*h))
 		return 0;
 	t = targets_find(&s->ts, (pid_t)h->pid);
 	if (!t)
 		return 0;
-	if (sample_add(&s->sink, t, data, size)) {
+	record_sample(data, size);	/* --record: the record, then what it reads */
+	r = sample_add(&s->sink, t, data, size);
+	record_sample_end();
+	if (r) {
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 		return -ENOMEM;	/* ends polling; what we have is written */
 	}
@@ -597,6 +604,36 @@ static int64_t wall_ns(void)
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+/* --record (src/record.c): what replay needs to write this profile again. */
+static void record_profile_write(struct session *s, uint64_t flush_ns, int64_t now,
+				 int final, int rotate)
+{
+	struct rec_write w = {
+		.time_nanos = s->interval_wall, .duration_nanos = now - s->interval_t0,
+		.offcpu_now_ns = flush_ns, .final = (uint32_t)final, .rotate = (uint32_t)rotate,
+		.nstats = STAT__COUNT,
+	};
+
+	memcpy(w.stats, s->bpf_stats, sizeof(s->bpf_stats));
+	record_write(&w);
+}
+
+/* --record: the session's settings, for replay to rebuild its profiles. */
+static void record_session(struct session *s)
+{
+	struct rec_meta m = {
+		.sample_period = s->cfg->sample_period, .frequency = s->cfg->frequency,
+		.stack_bytes = s->cfg->stack_bytes,
+		.flags = (s->hw_cycles ? REC_META_HW_CYCLES : 0) | (s->cfg->wall ? REC_META_WALL : 0) |
+			 (s->cfg->gil_only ? REC_META_GIL_ONLY : 0),
+		.symcache_entries = SYMCACHE_ENTRIES, .threadcache_entries = THREADCACHE_ENTRIES,
+		.time_nanos = s->time_nanos, .cmdline = (char *)s->cfg->cmdline,
+	};
+
+	snprintf(m.event, sizeof(m.event), "%s", s->cfg->event);
+	record_meta(&m);
+}
+
 /* Writes the current profile. With rotate, a new profile starts (the
  * next interval); the caches are kept. */
 static int write_profile(struct session *s, int final, int rotate)
@@ -604,20 +641,23 @@ static int write_profile(struct session *s, int final, int rotate)
 	char err[512], path[4200];
 	int64_t now = elapsed_ns(s);
 	struct profile *next = NULL;
+	uint64_t flush_ns = 0;
 
 	read_bpf_stats(s);
 	if (final)
 		show_status(s, 1);
 	if (s->cfg->wall)	/* threads still off the CPU count up to now */
-		sample_flush_offcpu(&s->sink, mono_ns(), find_target, s);
+		sample_flush_offcpu(&s->sink, flush_ns = mono_ns(), find_target, s);
 	add_comments(s);
 	profile_set_time(s->sink.prof, s->interval_wall, now - s->interval_t0);
 	if (final)
 		print_summary(s);
 	if (output_write(&s->out, s->sink.prof, path, sizeof(path), err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		record_profile_write(s, flush_ns, now, final, 0);
 		return -1;
 	}
+	record_profile_write(s, flush_ns, now, final, rotate);
 	if (final && s->cfg->format == FORMAT_PPROF)
 		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
 		    path, path);
@@ -717,6 +757,12 @@ static int start(struct session *s)
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
+	/* --record: opened before the targets are found, so what finding
+	 * them reads (3.13+: _Py_DebugOffsets) is recorded too. */
+	if (s->cfg->record && record_open(s->cfg->record, err, sizeof(err))) {
+		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		return -1;
+	}
 	if (find_targets(s))
 		return -1;
 	if (output_init(&s->out, s->cfg, err, sizeof(err))) {
@@ -727,6 +773,7 @@ static int start(struct session *s)
 		return -1;
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	s->interval_wall = s->time_nanos = wall_ns();
+	record_session(s);
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
 	    s->cfg->frequency ? 1000000000ULL / s->cfg->frequency : s->cfg->sample_period,
@@ -745,6 +792,7 @@ static int start(struct session *s)
 int session_run(const struct config *cfg)
 {
 	struct session *s = calloc(1, sizeof(*s));
+	char err[512];
 	int rc = 1;
 
 	if (!s)
@@ -768,6 +816,10 @@ int session_run(const struct config *cfg)
 		}
 	}
 	cleanup(s);
+	if (record_close(err, sizeof(err))) {	/* --record: no-op otherwise */
+		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		rc = rc ? rc : 1;
+	}
 	free(s);
 	return rc;
 }

@@ -74,6 +74,7 @@ kill $pp
 mkdir "$work/cont"
 $py "$work/ratio.py" 30 > /dev/null &
 cp=$!
+sleep 0.5	# let it exec Python before it is named by pid
 "$PYPERF" --pid $cp -d 0 --interval 1 --keep 4 --no-native -o "$work/cont" -q &
 prof=$!
 sleep 3.4

@@ -10,10 +10,12 @@
 
 _pyperf_pprof_static_opts='-p --pid -d --duration -o --out --format -e --event
 -c --sample-period -F --frequency --ringbuf-size --no-native --native
---stack-bytes -v --verbose -q --quiet -h --help --version'
+--stack-bytes -v --verbose -q --quiet -h --help --version --subprocesses
+--interval --keep --mode --gil --record --replay'
 # Options that take an argument (the rest are flags).
 _pyperf_pprof_static_argopts=' -p --pid -d --duration -o --out --format -e
---event -c --sample-period -F --frequency --ringbuf-size --stack-bytes '
+--event -c --sample-period -F --frequency --ringbuf-size --stack-bytes
+--interval --keep --mode --record --replay '
 
 # Sets _pyperf_pprof_opts and _pyperf_pprof_argopts from "$1 --help".
 _pyperf_pprof_parse_help()
