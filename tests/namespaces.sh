@@ -45,4 +45,38 @@ echo "target pid in the namespace: \$!"
 EOS
 unshare --pid --fork --mount-proc sh "$work/sidecar.sh"
 check "$work/sidecar.pb.gz" sidecar-in-namespace
+
+# 3. A target in a chroot (and its own mount and PID namespaces) running a
+#    copy of the interpreter at a path that does not exist on the host: its
+#    files are reached through /proc/PID/map_files and /proc/PID/root.
+root=$work/chroot
+snake=/opt/pyperf-snake-$$/bin/snake3
+if [ -e "$snake" ]; then
+	echo "SKIP chroot: $snake exists on the host"
+else
+	mkdir -p "$root$(dirname "$snake")" "$root/opt/pyperf-snake-$$/lib"
+	cp $py "$root$snake"
+	for l in $(ldd $py | grep -o '/lib[^ ]*'); do mkdir -p "$root$(dirname "$l")"; cp "$l" "$root$l"; done
+	cp -a /usr/lib/python3.11 "$root/opt/pyperf-snake-$$/lib/python3.11"
+	cat > "$root/work.py" <<'EOS'
+import time
+def chroot_work():
+    end = time.time() + 6
+    while time.time() < end:
+        pass
+print("ready", flush=True)
+chroot_work()
+EOS
+	unshare --pid --mount --fork chroot "$root" "$snake" -S /work.py > "$work/ready3" &
+	i=0
+	until grep -q ready "$work/ready3" 2>/dev/null || [ $i -gt 100 ]; do i=$((i+1)); sleep 0.1; done
+	target=$(pgrep -f "^$snake" | head -1)
+	"$PYPERF" --pid "$target" -d 1500 -o "$work/chroot.pb.gz" -q
+	if HOME=$work "$GO" tool pprof -top "$work/chroot.pb.gz" 2>/dev/null | grep -q chroot_work; then
+		echo "PASS chroot (interpreter at $snake, absent on the host)"
+	else
+		echo "FAIL chroot: no chroot_work in the profile"; failed=1
+	fi
+	wait
+fi
 exit $failed
