@@ -744,6 +744,7 @@ static int launch(struct session *s)
 		return -1;
 	}
 	s->child = pid;
+	s->ts.root = pid;
 	/* A shell or wrapper may exec Python a while later. */
 	targets_add_pending(&s->ts, pid, elapsed_ns(s), 30 * 1000000000LL);
 	return 0;

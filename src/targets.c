@@ -159,7 +159,7 @@ static int descends_from_target(const struct target_set *ts, int ppid)
 	for (int depth = 0; depth < ANCESTRY_MAX && ppid > 1; depth++) {
 		struct proc_stat ps;
 
-		if (find_live(ts, ppid))
+		if (find_live(ts, ppid) || (ts->root && ppid == ts->root))
 			return 1;
 		if (proc_stat(ppid, &ps))
 			return 0;

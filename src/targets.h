@@ -34,6 +34,8 @@ struct target_set {
 	size_t n;
 	int all;			/* every Python process of the host */
 	int children;			/* descendants of targets too */
+	pid_t root;			/* the launched command: its descendants
+					 * are followed even if it is not Python */
 	struct py_target *retired[RETIRED_MAX];	/* exited, oldest first */
 	size_t nretired;
 	struct pending pending[PENDING_MAX];	/* not Python (yet): retried */
