@@ -22,6 +22,9 @@ const volatile __u32 stack_bytes = 0;
  * container's namespace works as well as a profiler on the host. */
 const volatile __u32 pidns_ino = 0;
 
+/* The initial PID namespace's inode number (include/linux/proc_ns.h). */
+#define PROC_PID_INIT_INO	0xEFFFFFFCU
+
 /* --gil: only samples of threads holding the GIL are sent. */
 const volatile bool gil_only = false;
 
@@ -62,6 +65,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct py_sample);
 } scratch SEC(".maps");
+
+/* A frame's fields are read with one copy of its first bytes into this
+ * window rather than one read per field: each bpf_probe_read_user costs
+ * far more than the bytes it copies. The extra 8 bytes let the verifier
+ * bound an 8-byte load at any offset below PYPERF_FRAME_WIN. */
+struct frame_window {
+	__u8 b[PYPERF_FRAME_WIN + 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct frame_window);
+} frame_win SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -210,11 +228,61 @@ struct walk_ctx {
 	int err;
 };
 
+/* The fields of one frame, whichever version laid them out. */
+struct frame_fields {
+	__u64 back, code, lasti, self;
+	__u8 owner, is_entry;
+};
+
+static __always_inline __u64 win_u64(const struct frame_window *w, __u16 off)
+{
+	return *(const __u64 *)(w->b + (off & (PYPERF_FRAME_WIN - 1)));
+}
+
+static __always_inline __u8 win_u8(const struct frame_window *w, __u16 off)
+{
+	return w->b[off & (PYPERF_FRAME_WIN - 1)];
+}
+
+/* One read of the frame's first off->frame_span bytes. Every field lies
+ * inside the frame structure (f_localsplus[0] included: it is counted in
+ * sizeof(PyFrameObject)), so a read that fails means a bad frame pointer.
+ * A global function: the verifier checks it once, not once per branch
+ * combination of every bpf_loop iteration, which exceeded its limit. */
+__noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
+			  struct frame_fields *f)
+{
+	struct frame_window *w;
+	__u32 zero = 0, span;
+
+	if (!off || !f)
+		return -1;
+	span = off->frame_span;
+	w = bpf_map_lookup_elem(&frame_win, &zero);
+	if (!w || span == 0 || span > PYPERF_FRAME_WIN ||
+	    bpf_probe_read_user(w->b, span, (const void *)addr))
+		return -1;
+	f->back = win_u64(w, off->frame_back);
+	f->code = win_u64(w, off->frame_code);
+	f->lasti = win_u64(w, off->frame_lasti);
+	if (off->frame_kind == PY_FRAMES_OBJECT)
+		f->lasti = (__u32)f->lasti;	/* f_lasti is an int */
+	f->owner = 0;
+	if (off->frame_owner != PYPERF_NO_FIELD && off->frame_kind != PY_FRAMES_OBJECT)
+		f->owner = win_u8(w, off->frame_owner);
+	f->self = 0;
+	if (off->frame_localsplus != PYPERF_NO_FIELD)
+		f->self = win_u64(w, off->frame_localsplus);
+	f->is_entry = 0;
+	if (off->frame_is_entry != PYPERF_NO_FIELD)
+		f->is_entry = win_u8(w, off->frame_is_entry);
+	return 0;
+}
+
 static long walk_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_walk_offsets *off = c->off;
-	__u64 code = 0, lasti = 0, back = 0, self = 0;
-	__u8 owner = 0, is_entry = 0;
+	struct frame_fields f = {};
 	__u32 n = c->n;
 
 	if (!c->frame)
@@ -223,43 +291,26 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		c->s->h.flags |= SAMPLE_F_TRUNCATED;
 		return 1;
 	}
-	if (read_ptr(&back, c->frame + off->frame_back) ||
-	    read_ptr(&code, c->frame + off->frame_code)) {
+	if (read_frame(off, c->frame, &f)) {
 		c->err = 1;
 		return 1;
 	}
-	if (off->frame_kind == PY_FRAMES_OBJECT) {
-		__u32 l = 0;	/* f_lasti is an int */
-
-		bpf_probe_read_user(&l, sizeof(l), (const void *)(c->frame + off->frame_lasti));
-		lasti = l;
-	} else {
-		read_ptr(&lasti, c->frame + off->frame_lasti);
-	}
-	if (off->frame_owner != PYPERF_NO_FIELD && off->frame_kind != PY_FRAMES_OBJECT)
-		bpf_probe_read_user(&owner, 1, (const void *)(c->frame + off->frame_owner));
-	if (off->frame_localsplus != PYPERF_NO_FIELD &&
-	    read_ptr(&self, c->frame + off->frame_localsplus))
-		self = 0;	/* a frame without locals */
-	if (off->frame_is_entry != PYPERF_NO_FIELD)
-		bpf_probe_read_user(&is_entry, 1, (const void *)(c->frame + off->frame_is_entry));
-	c->frame = back;
+	c->frame = f.back;
 	/* C-stack shim frames (3.12+) carry no Python code but mark where an
 	 * eval-loop call began: the frame recorded before it is its outermost.
 	 * 3.11's owner values stop at 2, so the test is safe there too; 3.14
 	 * renamed 3 to FRAME_OWNED_BY_INTERPRETER and added 4. */
-	if (owner >= PY_FRAME_OWNED_BY_CSTACK) {
+	if (f.owner >= PY_FRAME_OWNED_BY_CSTACK) {
 		if (n > 0 && n <= PYPERF_MAX_FRAMES)
 			c->s->frames[n - 1].flags |= FRAME_F_ENTRY;
 		return 0;
 	}
-	code &= ~(__u64)off->code_tag_mask;
 	if (n < PYPERF_MAX_FRAMES) {
-		c->s->frames[n].code = code;
-		c->s->frames[n].lasti = lasti;
-		c->s->frames[n].self = self;
+		c->s->frames[n].code = f.code & ~(__u64)off->code_tag_mask;
+		c->s->frames[n].lasti = f.lasti;
+		c->s->frames[n].self = f.self;
 		/* Before 3.11 every Python call is its own eval-loop call. */
-		c->s->frames[n].flags = (is_entry || off->frame_kind == PY_FRAMES_OBJECT) ?
+		c->s->frames[n].flags = (f.is_entry || off->frame_kind == PY_FRAMES_OBJECT) ?
 					FRAME_F_ENTRY : 0;
 		c->n = n + 1;
 	}
@@ -378,9 +429,18 @@ static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
 	__u64 tstate, size;
 	int err = 0;
 
-	if (pid_nr_in_our_ns(BPF_CORE_READ(task, group_leader, thread_pid), &tgid) ||
-	    pid_nr_in_our_ns(BPF_CORE_READ(task, thread_pid), &tid))
+	if (pidns_ino == PROC_PID_INIT_INO) {
+		/* The usual case, a profiler on the host: the helper's ids are
+		 * ours, and cheaper than walking pid->numbers[] on every event
+		 * of every process. */
+		__u64 id = bpf_get_current_pid_tgid();
+
+		tgid = id >> 32;
+		tid = (__u32)id;
+	} else if (pid_nr_in_our_ns(BPF_CORE_READ(task, group_leader, thread_pid), &tgid) ||
+		   pid_nr_in_our_ns(BPF_CORE_READ(task, thread_pid), &tid)) {
 		return 0;	/* a task outside our PID namespace */
+	}
 	cfg = bpf_map_lookup_elem(&procs, &tgid);
 	if (!cfg)
 		return 0;

@@ -17,6 +17,7 @@
 #define PYPERF_COMM_LEN		16
 #define PYPERF_NO_FIELD		0xffff	/* offset of a field this version lacks */
 #define PYPERF_MAX_STACK	(64 << 10)	/* user stack bytes copied, at most */
+#define PYPERF_FRAME_WIN	512	/* frame bytes read at once (power of 2) */
 
 /* How a version links its frames; decides the walk in pyperf.bpf.c. */
 enum py_frame_kind {
@@ -49,8 +50,25 @@ struct py_walk_offsets {
 	__u8 frame_kind;		/* enum py_frame_kind */
 	__u8 tid_kind;			/* enum py_tid_kind */
 	__u8 code_tag_mask;		/* low bits to clear in frame_code (3.14) */
-	__u8 _pad[3];
+	__u8 _pad;
+	__u16 frame_span;		/* bytes from a frame's start to the end of
+					 * its last field above (py_frame_span) */
 };
+
+/* What user space puts in frame_span: the walk reads that many bytes of
+ * each frame at once. 0 if the fields lie beyond PYPERF_FRAME_WIN. */
+static inline __u16 py_frame_span(const struct py_walk_offsets *off)
+{
+	const __u16 field[] = { off->frame_back, off->frame_code, off->frame_lasti,
+				off->frame_owner, off->frame_localsplus, off->frame_is_entry };
+	const __u16 size[] = { 8, 8, 8, 1, 8, 1 };
+	__u32 end = 0;
+
+	for (unsigned i = 0; i < sizeof(field) / sizeof(field[0]); i++)
+		if (field[i] != PYPERF_NO_FIELD && (__u32)field[i] + size[i] > end)
+			end = (__u32)field[i] + size[i];
+	return end <= PYPERF_FRAME_WIN ? (__u16)end : 0;
+}
 
 /* Per target process, keyed by tgid in the "procs" map. */
 struct py_proc_config {

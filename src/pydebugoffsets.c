@@ -446,7 +446,7 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 	 * frames are shims with owner 3 (FRAME_OWNED_BY_CSTACK in 3.13,
 	 * FRAME_OWNED_BY_INTERPRETER in 3.14). */
 	memset(&l, 0xff, sizeof(l));
-	memset(l.walk._pad, 0, sizeof(l.walk._pad));
+	l.walk._pad = 0;
 	/* The obj fields that are constants, not offsets: 0 is "unknown"
 	 * (pythread_offsets() fills them from the generated table). */
 	l.obj.managed_dict = 0;

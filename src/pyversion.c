@@ -233,21 +233,31 @@ static int choose_layout(pid_t pid, const struct candidate *c, struct py_target 
 {
 	const struct py_layout *layout;
 
-	if (t->major == 3 && t->minor >= PY_DEBUG_OFFSETS_MINOR)
-		return layout_from_runtime(pid, c, t, err, errlen);
-	layout = py_layout_find(t->major, t->minor);
-	if (!layout || t->major != 3) {
-		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), which pyperf-pprof does not support (supported: 3.6 and later)",
-			 (int)pid, t->comm, t->major, t->minor, t->micro, t->module);
+	if (t->major == 3 && t->minor >= PY_DEBUG_OFFSETS_MINOR) {
+		if (layout_from_runtime(pid, c, t, err, errlen))
+			return -1;
+	} else {
+		layout = py_layout_find(t->major, t->minor);
+		if (!layout || t->major != 3) {
+			snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), which pyperf-pprof does not support (supported: 3.6 and later)",
+				 (int)pid, t->comm, t->major, t->minor, t->micro, t->module);
+			return -1;
+		}
+		t->layout = *layout;
+	}
+	/* The BPF walk reads the frame fields with one copy of a bounded size. */
+	if (!py_frame_span(&t->layout.walk)) {
+		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u, whose frame fields lie more than %d bytes into a frame, which pyperf-pprof does not support",
+			 (int)pid, t->comm, t->major, t->minor, t->micro, PYPERF_FRAME_WIN);
 		return -1;
 	}
-	t->layout = *layout;
 	return 0;
 }
 
 static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 {
 	t->bpf.off = t->layout.walk;
+	t->bpf.off.frame_span = py_frame_span(&t->bpf.off);
 	if (t->runtime_addr)
 		t->bpf.interp_head_addr = t->runtime_addr + t->layout.runtime_interp_head;
 	else

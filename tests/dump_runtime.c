@@ -140,7 +140,15 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 	check(t.runtime_addr == runtime, "pyversion_detect runtime_addr", t.runtime_addr, runtime);
 	check(t.bpf.interp_head_addr == runtime + l->runtime_interp_head,
 	      "bpf interp_head_addr", t.bpf.interp_head_addr, runtime + l->runtime_interp_head);
-	check(memcmp(&t.bpf.off, &l->walk, sizeof(l->walk)) == 0, "bpf walk offsets identical", 1, 1);
+	{
+		/* What the BPF side gets: the parsed offsets plus the span. */
+		struct py_walk_offsets want = l->walk;
+
+		want.frame_span = py_frame_span(&want);
+		check(want.frame_span != 0, "frame span within the BPF window", want.frame_span, 1);
+		check(memcmp(&t.bpf.off, &want, sizeof(want)) == 0, "bpf walk offsets identical",
+		      t.bpf.off.frame_span, want.frame_span);
+	}
 	compare("detect vs parse:", &t.layout, l);
 }
 

@@ -248,7 +248,7 @@ static void check_314_values(struct results *r, const char *what, const struct p
 	      w->frame_lasti == t->interpreter_frame.instr_ptr &&
 	      w->frame_owner == t->interpreter_frame.owner &&
 	      w->frame_localsplus == PYPERF_NO_FIELD && w->frame_is_entry == PYPERF_NO_FIELD &&
-	      !w->_pad[0] && !w->_pad[1] && !w->_pad[2], "%s frame offsets", what);
+	      !w->_pad, "%s frame offsets", what);
 	check(r, w->frame_kind == PY_FRAMES_DIRECT && w->tid_kind == PY_TID_NATIVE &&
 	      w->code_tag_mask == 3, "%s kinds, code_tag_mask %u", what, w->code_tag_mask);
 	check(r, c->co_filename == t->code_object.filename && c->co_name == t->code_object.name &&
