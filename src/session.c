@@ -41,7 +41,13 @@
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
-#define POLL_MS			100
+#define POLL_MS			25	/* records wait at most this long: a
+					 * short-lived target may exit, and
+					 * its memory go, soon after a sample */
+#define PASS_NS			50000000LL	/* longest read of the ring
+						 * buffers before the loop checks
+						 * the clock, signals, targets */
+#define PASS_CHECK_EVERY	64		/* records between clock reads */
 #define SCAN_NS			500000000LL	/* /proc rescans and reaping */
 
 struct session {
@@ -66,6 +72,8 @@ struct session {
 	int64_t time_nanos;
 	int status_line;		/* live status on a terminal */
 	int64_t last_status;
+	int64_t pass_end;		/* this ring-buffer pass yields then */
+	unsigned pass_records;
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -303,6 +311,8 @@ static int attach_events(struct session *s)
 	return 0;
 }
 
+static int pass_over(struct session *s);
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -322,7 +332,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 		return -ENOMEM;	/* ends polling; what we have is written */
 	}
-	return 0;
+	return pass_over(s);
 }
 
 static int64_t elapsed_ns(const struct session *s)
@@ -356,6 +366,17 @@ static void show_status(struct session *s, int final)
 
 static int write_profile(struct session *s, int final, int rotate);
 
+/* libbpf reads a ring buffer until it is empty: under a steady flood
+ * (samples, or fork events of a fork bomb) that never ends, and intervals,
+ * SIGTERM and target scans would starve. A callback's negative return
+ * stops the pass after its record is consumed; -EAGAIN says "time is up". */
+static int pass_over(struct session *s)
+{
+	if (++s->pass_records % PASS_CHECK_EVERY)
+		return 0;
+	return elapsed_ns(s) > s->pass_end || stop_requested ? -EAGAIN : 0;
+}
+
 static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -367,7 +388,7 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid);
-	return 0;
+	return pass_over(s);
 }
 
 /* Has the launched command exited? Records its exit code. */
@@ -420,12 +441,13 @@ static int poll_loop(struct session *s)
 			write_requested = 0;
 			write_profile(s, 0, s->cfg->interval_s != 0);
 		}
+		s->pass_end = now + PASS_NS;
 		r = ring_buffer__poll(s->rb, POLL_MS);
 		/* Records are sent without a wakeup until a batch piles up
 		 * (see pyperf.bpf.c): read what came in since, every time. */
 		if (r >= 0 || r == -EINTR)
 			r = ring_buffer__consume(s->rb);
-		if (r < 0 && r != -EINTR)
+		if (r < 0 && r != -EINTR && r != -EAGAIN)
 			return r == -ENOMEM ? 0 : -1;
 		show_status(s, 0);
 	}
@@ -445,9 +467,11 @@ static void stop_sampling(struct session *s)
 	bpf_link__destroy(s->fork_link);
 	bpf_link__destroy(s->switch_link);
 	s->exec_link = s->fork_link = s->switch_link = NULL;
-	/* Records already in the ring buffer are kept. */
+	/* Records already in the ring buffer are kept. Nothing is added any
+	 * more, so the drain ends, in passes that may yield (pass_over). */
 	if (s->rb)
-		ring_buffer__consume(s->rb);
+		while (ring_buffer__consume(s->rb) == -EAGAIN)
+			;
 }
 
 static void read_bpf_stats(struct session *s)
