@@ -7,7 +7,7 @@
 # short-lived Python processes of every installed interpreter without
 # pause: 0.2-3 s lives, 1-3 threads, 3-40 calls deep, through functions
 # compiled per process (new code objects, names and threads all the time).
-# Every minute the profiler's RSS (whole, and without the BPF ring
+# Every minute (half-way through each interval) the profiler's RSS (whole, and without the BPF ring
 # buffer's mapping, whose pages are touched as data flows up to its fixed
 # size) and its open file descriptors are read, with the counters of the
 # newest profile through `go tool pprof`. Flat means: after the first 5
@@ -86,8 +86,11 @@ table="| minute | RSS KiB | RSS without ring buffer KiB | open fds | processes s
 echo "soak: ${SOAK_MINUTES} min, -F $SOAK_HZ, native stacks, interpreters: ${pys[*]}"
 echo "$table"
 own=() fds=()
+# Readings half-way through each interval: always the same phase of the
+# profile's life (it is freed and memory trimmed at each rotation).
+sleep $((SOAK_STEP / 2))
 for ((m = 1; m <= SOAK_MINUTES; m++)); do
-	sleep "$SOAK_STEP"
+	[ "$m" -gt 1 ] && sleep "$SOAK_STEP"
 	if ! kill -0 "$prof" 2>/dev/null; then
 		echo "soak: pyperf-pprof exited after $m minutes:"; cat "$work/err"; exit 1
 	fi
