@@ -7,6 +7,7 @@
 #include "pyversion.h"
 
 #include <ctype.h>
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,19 +52,28 @@ static int is_version_char(int c)
 }
 
 /* PY_VERSION is a NUL-terminated literal such as "3.8.18": look for
- * "M.m.p\0" whose major.minor agree with the hint when there is one. */
+ * "M.m.p\0" whose major.minor agree with the hint when there is one. The
+ * literal is in .rodata: only that is scanned when the file has one, in
+ * place in the mapped image (a copy of a whole libpython with debug info
+ * is tens of MiB per new process, which glibc keeps once freed). */
 static int version_from_image(struct elf_file *ef, unsigned hmaj,
 			      unsigned hmin, struct py_target *t)
 {
-	size_t size = elf_file_size(ef);
-	size_t len = size < SCAN_MAX_BYTES ? size : SCAN_MAX_BYTES;
-	uint8_t *img = malloc(len);
+	struct elf_section sec;
+	uint64_t off = 0, len = elf_file_size(ef);
+	const uint8_t *img;
 	int found = -1;
 
-	if (!img || elf_file_read(ef, 0, img, len)) {
-		free(img);
-		return -1;
+	if (elf_file_section(ef, ".rodata", &sec) == 0 && sec.type != SHT_NOBITS &&
+	    sec.size > 0) {
+		off = sec.offset;
+		len = sec.size;
 	}
+	if (len > SCAN_MAX_BYTES)
+		len = SCAN_MAX_BYTES;
+	img = elf_file_data(ef, off, len);
+	if (!img)
+		return -1;
 	for (size_t i = 1; i + 8 < len && found; i++) {
 		unsigned a, b, c;
 		size_t j = i;
@@ -86,7 +96,6 @@ static int version_from_image(struct elf_file *ef, unsigned hmaj,
 		t->micro = c;
 		found = 0;
 	}
-	free(img);
 	return found;
 }
 
