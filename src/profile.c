@@ -321,6 +321,13 @@ int64_t profile_intern(struct profile *p, const char *s)
 	if (!s || !*s)
 		return 0;
 	len = strlen(s);
+	/* Every stored string is valid UTF-8, so one found as it is needs no
+	 * check: most calls are repeats, and the check costs more than the
+	 * lookup. */
+	idx = htab_find(&p->str_ht, hash_bytes(s, len), str_eq, p,
+			&(struct str_key){ s, len });
+	if (idx >= 0)
+		return idx;
 	clen = utf8_fix(s, len, NULL, &changed);
 	if (!changed)
 		return intern_valid(p, s, len);
