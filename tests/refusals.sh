@@ -1,7 +1,8 @@
 #!/bin/sh
 # Targets pyperf-pprof must refuse with one clear line and a non-zero exit
 # before sampling: Python 2.7, a process that is not Python, a missing PID,
-# and an output directory that does not exist.
+# an output directory that does not exist, a bad option, missing
+# capabilities, and a kernel without BTF.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -44,6 +45,17 @@ PYPERF="setpriv --bounding-set=-sys_ptrace $PYPERF_REAL"
 expect no-ptrace-cap 'missing CAP_SYS_PTRACE' -- --pid $! -d 500 -o /tmp/x.pb.gz
 PYPERF="setpriv --reuid=65534 --regid=65534 --clear-groups $PYPERF_REAL"
 expect unprivileged 'missing CAP_BPF, CAP_PERFMON' -- --pid $! -d 500 -o /tmp/x.pb.gz
+# No kernel BTF: /sys/kernel/btf hidden under an empty tmpfs in a mount
+# namespace of the profiler's own (the host's stays as it is).
+nobtf=$(mktemp /tmp/pyperf-nobtf.XXXXXX)
+printf '%s\n' 'mount -t tmpfs -o size=4k tmpfs /sys/kernel/btf || exit 99' 'exec "$@"' > "$nobtf"
+if unshare --mount --propagation private sh "$nobtf" test ! -e /sys/kernel/btf/vmlinux 2>/dev/null; then
+	PYPERF="unshare --mount --propagation private sh $nobtf $PYPERF_REAL"
+	expect no-btf 'the kernel has no BTF' -- --pid $! -d 500 -o /tmp/x.pb.gz
+else
+	echo "SKIP no-btf: cannot hide /sys/kernel/btf in a private mount namespace (unshare -m)"
+fi
+rm -f "$nobtf"
 PYPERF=$PYPERF_REAL
 kill $pids 2>/dev/null
 exit $failed
