@@ -11,7 +11,8 @@
 # buffer's mapping, whose pages are touched as data flows up to its fixed
 # size) and its open file descriptors are read, with the counters of the
 # newest profile through `go tool pprof`. Flat means: after the first 5
-# minutes (caches filling), RSS grows by at most 4 MiB and 10 %, and the
+# minutes (caches filling), the median RSS of the last third of the
+# readings is at most 10 % + 4 MiB above that of the first third, and the
 # fd count moves by at most 2.
 #
 # Environment: SOAK_MINUTES (30), SOAK_HZ (999), SOAK_OUT (also write the
@@ -109,17 +110,21 @@ rc=$?
 prof=
 
 verdict=$(printf '%s\n' "${own[@]}" | paste -sd' ' | python3 -c '
-import sys
+import statistics, sys
 own = [int(x) for x in sys.stdin.read().split()]
 fds = [int(x) for x in sys.argv[1].split()]
-skip = min(5, max(0, len(own) - 2))
-base, rest = own[skip], own[skip:]
-grow = max(rest) - base
-fd_span = max(fds[skip:]) - min(fds[skip:])
-flat = grow <= 4096 and grow <= base * 0.10 and fd_span <= 2
-print("%s: RSS without ring buffer %d KiB at minute %d, at most %d KiB after (+%d KiB); "
-      "open fds %d..%d" % ("flat" if flat else "NOT FLAT", base, skip + 1, max(rest), grow,
-                           min(fds[skip:]), max(fds[skip:])))
+# Readings after 5 minutes (caches filled); each is the RSS half-way
+# through an interval, which varies with what that interval collected:
+# compare the medians of the first and last third, not single readings.
+skip = 5 if len(own) >= 11 else max(0, len(own) - 3)
+r, f = own[skip:], fds[skip:]
+k = max(1, len(r) // 3)
+early, late = statistics.median(r[:k]), statistics.median(r[-k:])
+flat = late <= early * 1.10 + 4096 and max(f) - min(f) <= 2
+print("%s: RSS without ring buffer (median of %d readings) %d KiB after minute %d, "
+      "%d KiB at the end (%+d KiB), range %d..%d KiB; open fds %d..%d" % (
+          "flat" if flat else "NOT FLAT", k, early, skip, late, late - early,
+          min(r), max(r), min(f), max(f)))
 ' "${fds[*]}")
 echo "soak: $verdict; profiler exit status $rc after SIGTERM"
 if [ -n "$SOAK_OUT" ]; then
