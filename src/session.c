@@ -72,6 +72,8 @@ struct session {
 	int64_t time_nanos;
 	int status_line;		/* live status on a terminal */
 	int64_t last_status;
+	struct sample_counts n0;	/* counters when this interval began */
+	uint64_t lost0;
 	int64_t pass_end;		/* this ring-buffer pass yields then */
 	unsigned pass_records;
 };
@@ -490,11 +492,28 @@ static void read_bpf_stats(struct session *s)
 	free(vals);
 }
 
+/* What happened during this interval: a profile's counters describe its
+ * own samples, also in continuous mode. */
+static void interval_counts(const struct session *s, struct sample_counts *d)
+{
+	const struct sample_counts *n = &s->sink.n, *z = &s->n0;
+
+	*d = *n;	/* max_depth is per interval already; threads is not used */
+#define SINCE(f) d->f = n->f - z->f
+	SINCE(records); SINCE(malformed); SINCE(no_python); SINCE(truncated);
+	SINCE(read_errors); SINCE(bad_frames); SINCE(native_stacks);
+	SINCE(native_errors); SINCE(stack_errors); SINCE(merge_errors);
+	SINCE(offcpu_dropped);
+#undef SINCE
+}
+
 static void add_comments(struct session *s)
 {
-	const struct sample_counts *n = &s->sink.n;
+	struct sample_counts d;
+	const struct sample_counts *n = &d;
 	char buf[512];
 
+	interval_counts(s, &d);
 	snprintf(buf, sizeof(buf), "command: %s", s->cfg->cmdline ? s->cfg->cmdline : "");
 	profile_add_comment(s->sink.prof, buf);
 	snprintf(buf, sizeof(buf), "event: %s, %s %" PRIu64, s->hw_cycles ? "cycles" : s->cfg->event,
@@ -506,7 +525,7 @@ static void add_comments(struct session *s)
 		 " no_python=%" PRIu64 " read_errors=%" PRIu64 " bad_frames=%" PRIu64
 		 " max_depth=%" PRIu64 " native_stacks=%" PRIu64 " native_errors=%" PRIu64
 		 " stack_errors=%" PRIu64 " merge_errors=%" PRIu64,
-		 n->records, s->bpf_stats[STAT_LOST], n->truncated, n->no_python,
+		 n->records, s->bpf_stats[STAT_LOST] - s->lost0, n->truncated, n->no_python,
 		 n->read_errors, n->bad_frames, n->max_depth, n->native_stacks,
 		 n->native_errors, n->stack_errors, n->merge_errors);
 	profile_add_comment(s->sink.prof, buf);
@@ -702,6 +721,9 @@ static int write_profile(struct session *s, int final, int rotate)
 	 * sidecar's RSS then follows what it holds, interval after interval. */
 	malloc_trim(0);
 	s->sink.prof = next;
+	s->sink.n.max_depth = 0;	/* the only counter kept per interval */
+	s->n0 = s->sink.n;
+	s->lost0 = s->bpf_stats[STAT_LOST];
 	s->interval_t0 = now;
 	s->interval_wall = wall_ns();
 	return 0;
