@@ -34,6 +34,7 @@ struct htab {
 };
 
 struct profile {
+	uint64_t serial;		/* unique per profile_new() */
 	char **strs;
 	size_t nstrs, strs_cap;
 	struct htab str_ht;
@@ -346,10 +347,12 @@ int64_t profile_intern(struct profile *p, const char *s)
 
 struct profile *profile_new(void)
 {
+	static uint64_t serials;
 	struct profile *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
+	p->serial = ++serials;
 #define ALLOC_ARRAY(arr, cap) \
 	((arr) = malloc(((cap) = ARRAY_INIT_CAP) * sizeof(*(arr))))
 	if (!ALLOC_ARRAY(p->strs, p->strs_cap) ||
@@ -929,4 +932,9 @@ void profile_get_view(const struct profile *p, struct profile_view *v)
 	v->labels = p->labels;
 	v->nlabels = p->nlabels;
 	v->values = p->values;
+}
+
+uint64_t profile_serial(const struct profile *p)
+{
+	return p->serial;
 }

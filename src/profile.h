@@ -187,4 +187,8 @@ struct profile_view {
 
 void profile_get_view(const struct profile *p, struct profile_view *v);
 
+/* A number no other profile of this process has: caches of ids of one
+ * profile tell by it when the profile they refer to changed. */
+uint64_t profile_serial(const struct profile *p);
+
 #endif /* PROFILE_H */

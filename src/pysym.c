@@ -33,6 +33,7 @@ struct entry {
 	uint8_t first_arg;		/* enum first_arg: how to qualify <3.11 */
 	uint32_t checked;		/* validation round that last checked it */
 	uint64_t fp;			/* fingerprint of the code object's fields */
+	uint64_t serial;		/* unique per load: see pysym_frame_key */
 };
 
 /* Before 3.11 code objects have no qualname; a method's class comes from
@@ -51,6 +52,7 @@ struct pysym_cache {
 	struct entry *e;
 	size_t nsets;
 	uint32_t clock;
+	uint64_t serials;		/* entries loaded so far */
 	struct pysym_stats st;
 	struct type_entry types[TYPE_CACHE];
 	char qualname[MAX_STR + 128];	/* result of the last qualification */
@@ -382,6 +384,7 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 		return NULL;
 	}
 	victim->age = c->clock;
+	victim->serial = ++c->serials;
 	return victim;
 }
 
@@ -454,6 +457,17 @@ static const char *qualify(struct pysym_cache *c, const struct py_target *t,
 	dot = strrchr(cls, '.');	/* "module.Class" for static types */
 	snprintf(c->qualname, sizeof(c->qualname), "%s.%s", dot ? dot + 1 : cls, e->name);
 	return c->qualname;
+}
+
+uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
+			 uint64_t code, uint64_t self)
+{
+	const struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+
+	for (int i = 0; code && i < WAYS; i++)
+		if (set[i].pid == t->pid && set[i].code == code)
+			return set[i].first_arg == ARG_PLAIN || !self ? set[i].serial : 0;
+	return 0;
 }
 
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,

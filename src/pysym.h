@@ -32,6 +32,16 @@ void pysym_cache_free(struct pysym_cache *c);
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 		  uint64_t lasti, uint64_t self, struct pyframe_info *out);
 
+/* Nonzero: a number that, with lasti, determines what pysym_resolve answers
+ * for this frame, as long as the cache holds this code object (a reload
+ * gets a new number; numbers are never reused). 0 when the code object is
+ * not cached (nothing is read here) or the answer depends on more (a <3.11
+ * method named after its self's type). Lets callers memoize results per
+ * (key, lasti) and skip pysym_resolve, whose statistics then do not count
+ * those frames. */
+uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
+			 uint64_t code, uint64_t self);
+
 /* Checks the cached entries of these code objects against the target's
  * memory, with one system call, and drops those whose code object was
  * freed and its address reused. Call it once per sample before resolving:

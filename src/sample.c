@@ -45,9 +45,19 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 
 	for (unsigned i = 0; i < s->h.nframes; i++) {
 		const struct py_frame_rec *f = &s->frames[i];
+		uint64_t key = pysym_frame_key(k->syms, t, f->code, f->self);
+		struct loc_memo *m = &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ f->lasti) % LOC_MEMO];
 		struct pyframe_info fi;
 		uint64_t fid, loc;
-		int r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, &fi);
+		int r;
+
+		if (key && m->key == key && m->lasti == f->lasti &&
+		    m->prof == profile_serial(k->prof)) {
+			k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
+			k->pyloc[n++] = m->loc;
+			continue;
+		}
+		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, &fi);
 
 		if (r == 1) {
 			/* A frame pushed but not started; if it ended its
@@ -64,6 +74,10 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 						 fi.firstlineno);
 			loc = fid ? profile_location(k->prof, mid, 0, fid,
 						     fi.line > 0 ? fi.line : 0) : 0;
+			key = key ? key : pysym_frame_key(k->syms, t, f->code, f->self);
+			m = &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ f->lasti) % LOC_MEMO];
+			if (loc && key)
+				*m = (struct loc_memo){ key, f->lasti, profile_serial(k->prof), loc };
 		}
 		if (!loc)
 			return -1;

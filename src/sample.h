@@ -31,6 +31,15 @@ struct sample_counts {
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
+#define LOC_MEMO 8192		/* Python frame -> location, direct-mapped */
+
+/* A Python frame's location in one profile, by pysym_frame_key and lasti:
+ * saves resolving names, line tables and interning on repeated frames. */
+struct loc_memo {
+	uint64_t key, lasti;
+	uint64_t prof;		/* profile_serial() the location belongs to */
+	uint64_t loc;
+};
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
 /* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
@@ -62,6 +71,7 @@ struct sample_sink {
 	uint8_t neval[UNWIND_MAX_FRAMES];
 	struct merge_frame merged[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES];
 	uint32_t tids[TID_SET_SIZE];		/* open addressing, 0 = empty */
+	struct loc_memo memo[LOC_MEMO];
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target
