@@ -6,7 +6,7 @@ Run as root with Debian's /usr/bin/python3 (never a pyenv shim):
     /usr/bin/python3 bench/run.py --profiler ./pyperf-pprof \\
         --out BENCHMARKS.md --plot bench/overhead.png
 
-About 11 minutes on a quiet 2-CPU machine, 15 when other jobs compete for
+About 8 minutes on a quiet 2-CPU machine, 11 when other jobs compete for
 the CPUs (they also make the timings noisy: the run reports how busy the
 machine was and the noise floor). BENCH_QUICK=1 makes a ~2-minute smoke run
 that writes
@@ -75,7 +75,7 @@ if QUICK:
     SLOW_RATES, PLOT_RATES = [99, 999], []
     MAXRATE_RATES, MAXRATE_SCALE = [99, 999, 5000, 9999, 19999], 0.4
 else:
-    SESSIONS, CALIB_PAIRS, TOOL_PAIRS, PIECE_SCALE = 3, 4, 8, 1.0
+    SESSIONS, CALIB_PAIRS, TOOL_PAIRS, PIECE_SCALE = 2, 3, 10, 1.0
     SLOW_RATES, PLOT_RATES = [99, 999], [4999]
     MAXRATE_RATES, MAXRATE_SCALE = [99, 999, 2999, 5000, 9999, 19999], 1.0
 
