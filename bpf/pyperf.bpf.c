@@ -366,7 +366,7 @@ static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u3
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 *g = s->h.regs, end = 0, len, first, off, chunk;
+	__u64 *g = s->h.regs, end = 0, top, len, first, off, chunk;
 	struct pt_regs u;
 	void *dst;
 
@@ -385,6 +385,12 @@ static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u3
 		stat_inc(STAT_VMA_ERR);
 		goto fail;
 	}
+	/* On the main thread the mapping goes on above the frames, through
+	 * argv, the environment and the auxiliary vector, which unwinding never
+	 * reads: stop a little above the first frame's stack pointer. */
+	top = BPF_CORE_READ(task, mm, start_stack);
+	if (top > u.sp && top + 256 < end)
+		end = top + 256;
 	len = end - u.sp;
 	if (len > stack_bytes)
 		len = stack_bytes;
