@@ -255,7 +255,8 @@ static int choose_layout(pid_t pid, const struct candidate *c, struct py_target 
 		t->layout = *layout;
 	}
 	/* The BPF walk reads the frame fields with one copy of a bounded size. */
-	if (!py_frame_span(&t->layout.walk)) {
+	t->layout.walk.frame_span = py_frame_span(&t->layout.walk);
+	if (!t->layout.walk.frame_span) {
 		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u, whose frame fields lie more than %d bytes into a frame, which pyperf-pprof does not support",
 			 (int)pid, t->comm, t->major, t->minor, t->micro, PYPERF_FRAME_WIN);
 		return -1;
@@ -266,7 +267,6 @@ static int choose_layout(pid_t pid, const struct candidate *c, struct py_target 
 static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 {
 	t->bpf.off = t->layout.walk;
-	t->bpf.off.frame_span = py_frame_span(&t->bpf.off);
 	if (t->runtime_addr)
 		t->bpf.interp_head_addr = t->runtime_addr + t->layout.runtime_interp_head;
 	else
