@@ -14,6 +14,7 @@
 
 #include "linetable.h"
 #include "proc.h"
+#include "setcache.h"
 
 #define WAYS		4
 #define MAX_STR		1024		/* longest name or path kept */
@@ -65,14 +66,10 @@ struct pysym_cache {
 struct pysym_cache *pysym_cache_new(size_t capacity)
 {
 	struct pysym_cache *c = calloc(1, sizeof(*c));
-	size_t sets = 1;
 
 	if (!c)
 		return NULL;
-	while (sets * WAYS < capacity)
-		sets <<= 1;
-	c->nsets = sets;
-	c->e = calloc(sets * WAYS, sizeof(*c->e));
+	c->e = setcache_alloc(capacity, WAYS, sizeof(*c->e), &c->nsets);
 	if (!c->e) {
 		free(c);
 		return NULL;
@@ -459,6 +456,12 @@ static const char *qualify(struct pysym_cache *c, const struct py_target *t,
 	return c->qualname;
 }
 
+/* 0 when the frame's name depends on self's type, not on e alone. */
+static uint64_t entry_key(const struct entry *e, uint64_t self)
+{
+	return e->first_arg == ARG_PLAIN || !self ? e->serial : 0;
+}
+
 uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 			 uint64_t code, uint64_t self)
 {
@@ -466,7 +469,7 @@ uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 
 	for (int i = 0; code && i < WAYS; i++)
 		if (set[i].pid == t->pid && set[i].code == code)
-			return set[i].first_arg == ARG_PLAIN || !self ? set[i].serial : 0;
+			return entry_key(&set[i], self);
 	return 0;
 }
 
@@ -488,5 +491,6 @@ int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t cod
 	out->filename = e->filename;
 	out->firstlineno = e->firstlineno;
 	out->line = line;
+	out->key = entry_key(e, self);
 	return 0;
 }

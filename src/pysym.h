@@ -14,6 +14,7 @@ struct pyframe_info {
 	const char *filename;
 	int firstlineno;
 	int line;		/* -1 when unknown */
+	uint64_t key;		/* pysym_frame_key() of this frame */
 };
 
 struct pysym_stats {

@@ -31,12 +31,17 @@ static uint64_t interpreter_mapping(struct sample_sink *k, const struct py_targe
 	return profile_mapping(k->prof, &m);
 }
 
+static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t lasti)
+{
+	return &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ lasti) % LOC_MEMO];
+}
+
 /* Resolves the Python frames into k->pyloc (leaf first) with their
  * eval-loop entry flags in k->pyentry; *np gets their number. */
 static int python_frames(struct sample_sink *k, const struct py_target *t,
 			 const struct py_sample *s, size_t *np)
 {
-	uint64_t mid = interpreter_mapping(k, t);
+	uint64_t mid = interpreter_mapping(k, t), prof = profile_serial(k->prof);
 	size_t n = 0;
 
 	for (unsigned i = 0; i < s->h.nframes; i++)
@@ -46,13 +51,12 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 	for (unsigned i = 0; i < s->h.nframes; i++) {
 		const struct py_frame_rec *f = &s->frames[i];
 		uint64_t key = pysym_frame_key(k->syms, t, f->code, f->self);
-		struct loc_memo *m = &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ f->lasti) % LOC_MEMO];
+		struct loc_memo *m = memo_slot(k, key, f->lasti);
 		struct pyframe_info fi;
 		uint64_t fid, loc;
 		int r;
 
-		if (key && m->key == key && m->lasti == f->lasti &&
-		    m->prof == profile_serial(k->prof)) {
+		if (key && m->key == key && m->lasti == f->lasti && m->prof == prof) {
 			k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
 			k->pyloc[n++] = m->loc;
 			continue;
@@ -74,10 +78,9 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 						 fi.firstlineno);
 			loc = fid ? profile_location(k->prof, mid, 0, fid,
 						     fi.line > 0 ? fi.line : 0) : 0;
-			key = key ? key : pysym_frame_key(k->syms, t, f->code, f->self);
-			m = &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ f->lasti) % LOC_MEMO];
-			if (loc && key)
-				*m = (struct loc_memo){ key, f->lasti, profile_serial(k->prof), loc };
+			if (loc && fi.key)
+				*memo_slot(k, fi.key, f->lasti) =
+					(struct loc_memo){ fi.key, f->lasti, prof, loc };
 		}
 		if (!loc)
 			return -1;
