@@ -41,6 +41,7 @@
 #include "elffile.h"
 #include "proc.h"
 #include "pysym.h"
+#include "setcache.h"
 
 #define NO16		PYPERF_NO_FIELD
 #define MAX_ENTRIES	(1u << 15)	/* dict entries read, at most */
@@ -854,14 +855,10 @@ struct pythread_cache {
 struct pythread_cache *pythread_cache_new(size_t capacity)
 {
 	struct pythread_cache *c = calloc(1, sizeof(*c));
-	size_t sets = 1;
 
 	if (!c)
 		return NULL;
-	while (sets * WAYS < capacity)
-		sets <<= 1;
-	c->nsets = sets;
-	c->e = calloc(sets * WAYS, sizeof(*c->e));
+	c->e = setcache_alloc(capacity, WAYS, sizeof(*c->e), &c->nsets);
 	if (!c->e) {
 		free(c);
 		return NULL;
