@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for py_debug_offsets_parse() (src/pydebugoffsets.c):
+ * libFuzzer target for py_debug_offsets_parse() (src/python/pydebugoffsets.c):
  * the input is a copy of the start of a target's _PyRuntime (seeds: a
  * real 3.13 table and synthetic 3.14 ones). Parsed with a roomy error
  * buffer and again with an exact-size small one (its size from the

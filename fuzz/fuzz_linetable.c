@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the three line-table decoders of src/linetable.c.
+ * libFuzzer target for the three line-table decoders of src/python/linetable.c.
  *
  * Input: byte 0 selects the decoder (mod 3: lnotab, 3.10, 3.11+), bytes
  * 1-4 are firstlineno, bytes 5-6 the number of extra offsets to query,

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for merge_stacks() (src/merge.c).
+ * libFuzzer target for merge_stacks() (src/pipeline/merge.c).
  *
  * Input: native and Python frame counts (2 bytes each), an output limit
  * (2 bytes), then one byte per native frame (bit 0: eval-loop frame) and

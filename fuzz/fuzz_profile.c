@@ -1,7 +1,7 @@
 /*
- * libFuzzer target for the profile model (src/profile.c) and its encoders
- * (pprof_encode() in src/pprof_write.c, collapsed_encode() in
- * src/collapsed.c).
+ * libFuzzer target for the profile model (src/pipeline/profile.c) and its encoders
+ * (pprof_encode() in src/output/pprof_write.c, collapsed_encode() in
+ * src/output/collapsed.c).
  *
  * The input is a program of operations on one profile: sample types,
  * period, comments, interned strings, functions, mappings, locations

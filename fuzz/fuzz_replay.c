@@ -1,6 +1,6 @@
 /*
- * libFuzzer target for recordings (src/record.c) and their replay
- * (src/replay.c): the input is a recording. An input that does not start
+ * libFuzzer target for recordings (src/record/record.c) and their replay
+ * (src/record/replay.c): the input is a recording. An input that does not start
  * with the "PYPFREC1" header is taken as a stored (uncompressed) body, so
  * the fuzzer mutates records directly; one that does goes through the
  * header checks and zlib. What loads is replayed whole: targets (layouts

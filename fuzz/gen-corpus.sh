@@ -3,8 +3,8 @@
 # fuzz/gen-corpus.sh [DUMP_RUNTIME]: regenerates the seed corpora in
 # fuzz/corpus/<target>/ (they are committed; run this only to refresh
 # them). Needs gcc, objcopy, python3 and, for the real _Py_DebugOffsets
-# seed, a built tests/dump_runtime (the argument, default
-# ./tests/dump_runtime) and /root/.pyenv/versions/3.13.0 (run as root:
+# seed, a built tests/unit/dump_runtime (the argument, default
+# ./tests/unit/dump_runtime) and /root/.pyenv/versions/3.13.0 (run as root:
 # dump_runtime reads the interpreter's memory).
 #
 #   elf           tiny ELF files built here: static and shared, with and
@@ -12,7 +12,7 @@
 #                 section (each < 16 KB)
 #   maps          /proc/PID/maps of this shell's python3 and of a sleep,
 #                 plus edge cases (deleted files, no path, long path)
-#   linetable     tables of tests/linetable_fixtures.h in the fuzzer's
+#   linetable     tables of tests/unit/linetable_fixtures.h in the fuzzer's
 #                 input format (decoder byte, firstlineno, count, offset)
 #   debugoffsets  a 3.13.0 _PyRuntime head (dump_runtime --raw) and
 #                 synthetic 3.14 and 3.15 tables
@@ -21,7 +21,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
-dump=${1:-$top/tests/dump_runtime}
+dump=${1:-$top/tests/unit/dump_runtime}
 c=$here/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

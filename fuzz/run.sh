@@ -60,20 +60,20 @@ fi
 
 CFLAGS_FUZZ="-g -O1 -std=gnu11 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I$top/src -I$top/bpf -I$proto -I$here"
+	$(for d in src src/live src/target src/python src/native src/pipeline src/output src/record; do printf -- "-I%s/%s " "$top" "$d"; done) -I$top/bpf -I$proto -I$here"
 
 sources() {
 	case $1 in
-	elf) echo "src/elffile.c" ;;
-	maps) echo "src/proc.c" ;;
-	linetable) echo "src/linetable.c" ;;
-	debugoffsets) echo "src/pydebugoffsets.c" ;;
-	merge) echo "src/merge.c" ;;
-	profile) echo "src/profile.c src/pprof_write.c src/collapsed.c" ;;
-	replay) echo "src/record.c src/replay.c src/proc.c src/elffile.c src/sample.c src/merge.c
-		src/unwind.c src/nsym.c src/pysym.c src/pythread.c src/linetable.c
-		src/pyoffsets_table.c src/pydebugoffsets.c src/profile.c src/pprof_write.c
-		src/collapsed.c src/output.c" ;;
+	elf) echo "src/target/elffile.c" ;;
+	maps) echo "src/target/proc.c" ;;
+	linetable) echo "src/python/linetable.c" ;;
+	debugoffsets) echo "src/python/pydebugoffsets.c" ;;
+	merge) echo "src/pipeline/merge.c" ;;
+	profile) echo "src/pipeline/profile.c src/output/pprof_write.c src/output/collapsed.c" ;;
+	replay) echo "src/record/record.c src/record/replay.c src/target/proc.c src/target/elffile.c src/pipeline/sample.c src/pipeline/merge.c
+		src/native/unwind.c src/native/nsym.c src/python/pysym.c src/python/pythread.c src/python/linetable.c
+		src/python/pyoffsets_table.c src/python/pydebugoffsets.c src/pipeline/profile.c src/output/pprof_write.c
+		src/output/collapsed.c src/output/output.c" ;;
 	*) return 1 ;;
 	esac
 }

@@ -244,7 +244,7 @@ static int handle_opt(int c, struct config *cfg)
 		}
 		cfg->stack_bytes = (uint32_t)v & ~7u;
 		return 0;
-	case OPT_RECORD:	/* record and replay: src/record.c */
+	case OPT_RECORD:	/* record and replay: src/record/record.c */
 		cfg->record = optarg;
 		return 0;
 	case OPT_REPLAY:

@@ -18,7 +18,7 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
-	/* --replay: a recording instead of live processes (src/replay.c). */
+	/* --replay: a recording instead of live processes (src/record/replay.c). */
 	rc = cfg.replay ? replay_main(&cfg) : session_run(&cfg);
 	/* cli_parse() allocated it; LeakSanitizer and valgrind see it lost. */
 	free((char *)cfg.cmdline);

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Live check of the _Py_DebugOffsets parser: start the pyenv CPython 3.13.0,
-# read the table at the start of its _PyRuntime with tests/dump_runtime,
+# read the table at the start of its _PyRuntime with tests/unit/dump_runtime,
 # and compare the parsed layout field by field with the generated 3.13
-# entry in src/pyoffsets_table.c and with what pyversion_detect() gives
-# the BPF program. The unit test (tests/test_debugoffsets) covers the
+# entry in src/python/pyoffsets_table.c and with what pyversion_detect() gives
+# the BPF program. The unit test (tests/unit/test_debugoffsets) covers the
 # parser without a live process; this one proves it on the real thing.
 # Exit status follows automake: 0 pass, 1 fail, 77 skip (with the reason).
 
@@ -23,10 +23,10 @@ if [ ! -x "$python" ]; then
 fi
 
 # make check runs in the build directory; by hand, next to this script.
-helper=${DUMP_RUNTIME:-tests/dump_runtime}
+helper=${DUMP_RUNTIME:-tests/unit/dump_runtime}
 [ -x "$helper" ] || helper="$(dirname "$0")/dump_runtime"
 if [ ! -x "$helper" ]; then
-	echo "SKIP: tests/dump_runtime is not built (make check builds it)"
+	echo "SKIP: tests/unit/dump_runtime is not built (make check builds it)"
 	exit 77
 fi
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Check the committed CPython offset table (src/pyoffsets_table.c) against
+# Check the committed CPython offset table (src/python/pyoffsets_table.c) against
 # the debug info of every interpreter installed under the pyenv root.
 #
 # Each interpreter is compared field by field with the table entry for its
@@ -9,7 +9,7 @@
 
 # TOP_SRCDIR comes from "make check"; by hand, this script's own path.
 top=${TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)} || exit 1
-gen="$top/src/gen-offsets.py"
+gen="$top/src/python/gen-offsets.py"
 
 # The generator is standard-library Python 3; any python3 will do
 # (PYTHON3 is configure's choice), but never a pyenv shim: a shim's
@@ -43,6 +43,6 @@ if [ ! -d "$root/versions" ]; then
 	exit 77
 fi
 
-echo "checking $top/src/pyoffsets_table.c against $root/versions/*"
+echo "checking $top/src/python/pyoffsets_table.c against $root/versions/*"
 exec "$python" "$gen" --check --pyenv-root "$root" \
-	--table "$top/src/pyoffsets_table.c"
+	--table "$top/src/python/pyoffsets_table.c"

@@ -1,0 +1,186 @@
+/*
+ * Recordings (--record FILE) of what a profiling session observed, and the
+ * seam that replays them (--replay FILE, src/record/replay.c) through the same
+ * unwinding, symbolization, merge and output code, offline and without
+ * BPF or root.
+ *
+ * What is recorded: the raw ring-buffer records exactly as sample_add()
+ * got them (registers, copied stack, Python frame records), each target's
+ * identity (version, runtime addresses, labels), every successful read of
+ * target memory (process_vm_readv, deduplicated), the /proc/PID/maps
+ * snapshots and the ELF files the native unwinder and symbolizer opened
+ * (reduced: see below), and each profile write (time, duration, BPF
+ * counters). Replay serves reads from it: a read that was not recorded
+ * fails as an unmapped address would.
+ *
+ * File format, version 1 (all integers little-endian):
+ *
+ *   "PYPFREC1"  u32 version (1)  u32 flags
+ *   body: a zlib stream (flags bit 0 clear) or the bytes as they are
+ *         (bit 0 set: "stored", for tests and fuzzing), holding records
+ *         u8 type  u32 length  payload[length]
+ *
+ * Record payloads (str = u16 length + bytes):
+ *   META    u64 sample_period, u64 frequency, u32 stack_bytes, u32 flags
+ *           (1 hw cycles, 2 wall, 4 gil only), u32 symcache_entries,
+ *           u32 threadcache_entries, i64 time_nanos, str event, str cmdline
+ *   TARGET  u32 pid, u64 start_time, u32 major, minor, micro, version_hex,
+ *           u64 runtime_addr, interp_head_addr, gil_locked_addr,
+ *           gil_holder_addr, gil_current_addr, str module, str comm,
+ *           str cmdline, str container_id
+ *   FORGET  u32 pid, u64 start_time (the target was forgotten: caches dropped)
+ *   SAMPLE  the ring-buffer record, as is
+ *   MEM     u32 pid, u64 addr, u64 seq, bytes (one successful read)
+ *   MEMFAIL u32 pid, u64 addr, u64 seq, u32 length (a read that failed)
+ *   MAPS    u32 pid, u32 generation, the text of /proc/PID/maps
+ *   FILE    u32 object, u64 size, u32 n, n x (u64 offset, u32 length), then
+ *           the bytes of the n extents; the rest of the file reads as zeros
+ *   PATH    u32 object, u64 seq, str path (the path resolves to object;
+ *           object 0xffffffff: the path did not resolve then)
+ *   WRITE   i64 time_nanos, i64 duration_nanos, u64 offcpu_now_ns,
+ *           u32 final, u32 rotate, u32 n, n x u64 BPF counters
+ *   END     u64 samples (the recording was closed properly)
+ * Unknown record types are skipped.
+ *
+ * seq is the number of SAMPLE records up to the read: where a memory
+ * range or path was seen with different contents, or failed, replay
+ * serves the newest version seen at or before the sample being replayed
+ * (else the oldest); a read that failed live fails in replay. A read
+ * recorded nowhere may be served from a recorded range that holds it;
+ * else it fails as an unmapped address would. Maps: the last snapshot of a process (generation: how many
+ * times that pid became a target) is served for all its reads, so a
+ * library loaded mid-run resolves whenever the live run could resolve it.
+ *
+ * ELF files are reduced to what the unwinder and symbolizer read: ELF,
+ * program and section headers, section names, FUNC symbols of .symtab and
+ * .dynsym with their names, notes (build-id), .gnu_debuglink, .eh_frame,
+ * .eh_frame_hdr and .debug_frame; every other byte is zero. Replay writes
+ * them as sparse files under a temporary directory.
+ */
+#ifndef RECORD_H
+#define RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "pyversion.h"
+
+#define REC_MAGIC		"PYPFREC1"
+#define REC_VERSION		1
+#define REC_F_STORED		1u	/* body not compressed */
+
+enum rec_type {
+	REC_META = 1, REC_TARGET, REC_FORGET, REC_SAMPLE, REC_MEM, REC_MAPS,
+	REC_FILE, REC_PATH, REC_WRITE, REC_END, REC_MEMFAIL,
+};
+
+#define REC_META_HW_CYCLES	1u
+#define REC_META_WALL		2u
+#define REC_META_GIL_ONLY	4u
+#define REC_MAX_STATS		32
+
+struct rec_meta {
+	uint64_t sample_period, frequency;
+	uint32_t stack_bytes;		/* 0: Python frames only */
+	uint32_t flags;			/* REC_META_* */
+	uint32_t symcache_entries, threadcache_entries;
+	int64_t time_nanos;		/* wall clock at the start */
+	char event[32];
+	char *cmdline;			/* the recorded invocation */
+};
+
+struct rec_write {
+	int64_t time_nanos, duration_nanos;
+	uint64_t offcpu_now_ns;		/* wall mode: off-CPU intervals closed here */
+	uint32_t final, rotate;
+	uint32_t nstats;
+	uint64_t stats[REC_MAX_STATS];	/* BPF counters (enum pyperf_stat) */
+};
+
+/* ---- recording (--record) --------------------------------------------- */
+
+/* Creates path and installs the recording hooks. -1 with one line in err. */
+int record_open(const char *path, char *err, size_t errlen);
+int record_active(void);
+void record_meta(const struct rec_meta *m);
+void record_target(const struct py_target *t);
+void record_forget(const struct py_target *t);
+/* Around sample_add() of each record: files and maps are recorded only
+ * while a sample is being added (that is when the unwinder and the
+ * symbolizer read them); memory always. */
+void record_sample(const void *rec, size_t size);
+void record_sample_end(void);
+void record_write(const struct rec_write *w);
+/* Ends the recording; -1 with one line in err if it could not be written. */
+int record_close(char *err, size_t errlen);
+
+/* ---- reading and replaying (--replay) --------------------------------- */
+
+struct rec_event {
+	uint8_t type;			/* REC_TARGET, REC_FORGET, REC_SAMPLE, REC_WRITE */
+	uint32_t len;
+	const uint8_t *p;		/* payload, inside the recording's buffer */
+};
+
+struct rec_mem;
+struct rec_maps;
+struct rec_file;
+struct rec_path;
+struct rec_gen;
+
+struct rec_limits {
+	size_t max_body;		/* decompressed bytes; 0: 4 GiB */
+	size_t max_file;		/* size of one recorded file; 0: 4 GiB */
+};
+
+struct recording {
+	uint8_t *body;			/* decompressed records */
+	size_t body_len;
+	struct rec_meta meta;
+	int has_meta, complete;		/* META seen; END seen */
+	uint64_t bad_records;		/* malformed records skipped */
+	struct rec_event *ev;		/* targets, forgets, samples, writes in order */
+	size_t nev;
+	uint64_t nsamples;
+	struct rec_mem *mem;		/* sorted by (pid, addr, len, seq) */
+	size_t nmem;
+	struct rec_maps *maps;
+	size_t nmaps;
+	struct rec_file *files;		/* by object id */
+	size_t nfiles;
+	struct rec_path *paths;		/* sorted by (path, seq) */
+	size_t npaths;
+	struct rec_limits lim;
+	char dir[256];			/* replay: where files are written */
+	uint64_t seq;			/* replay: samples replayed so far */
+	struct rec_gen *gens;		/* replay: generation per pid */
+	size_t ngens, gens_cap;
+	uint64_t reads, reads_missed;	/* replay: memory reads served / not */
+};
+
+/* Reads a recording (a file, or a buffer). A truncated body is read up to
+ * its last whole record (complete stays 0). NULL with one line in err when
+ * it is not a recording or cannot be read. */
+struct recording *rec_load_file(const char *path, const struct rec_limits *lim,
+				char *err, size_t errlen);
+struct recording *rec_load_mem(const void *buf, size_t len, const struct rec_limits *lim,
+			       char *err, size_t errlen);
+void rec_free(struct recording *r);
+
+/* Payload decoders; 0 when the payload is well-formed. */
+int rec_decode_target(const struct rec_event *e, struct py_target *t);
+int rec_decode_forget(const struct rec_event *e, uint32_t *pid, uint64_t *start_time);
+int rec_decode_write(const struct rec_event *e, struct rec_write *w);
+
+/* Writes the recorded files under a temporary directory and installs the
+ * hooks that serve reads from r. -1 with one line in err. */
+int rec_replay_begin(struct recording *r, char *err, size_t errlen);
+/* Removes the hooks and the temporary directory. */
+void rec_replay_end(struct recording *r);
+/* Before each SAMPLE: the number of samples replayed before it. */
+void rec_replay_set_seq(struct recording *r, uint64_t seq);
+/* At each TARGET: pid became a target (again). */
+void rec_replay_target(struct recording *r, uint32_t pid);
+
+#endif

@@ -1,0 +1,359 @@
+/* /proc parsing and cross-process reads. */
+#define _GNU_SOURCE
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define MAPS_MAX_BYTES	(64u << 20)	/* a sane process has far less */
+#define MAPS_MAX_LINES	1000000
+
+static int parse_line(const char *line, size_t len, struct proc_map *pm)
+{
+	char buf[4096 + 256], perms[8] = "", path[4096] = "";
+	unsigned long long start, end, off, ino;
+	unsigned maj, min;
+	int n = 0;
+
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	if (sscanf(buf, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms,
+		   &off, &maj, &min, &ino, &n) < 7 || end < start)
+		return -1;
+	if (n > 0 && (size_t)n <= len) {
+		snprintf(path, sizeof(path), "%s", buf + n);
+	}
+	memset(pm, 0, sizeof(*pm));
+	pm->start = start;
+	pm->end = end;
+	pm->offset = off;
+	pm->dev_major = maj;
+	pm->dev_minor = min;
+	pm->inode = ino;
+	memcpy(pm->perms, perms, 4);
+	pm->path = strdup(path);
+	return pm->path ? 0 : -2;
+}
+
+int proc_maps_parse(const char *text, size_t len, struct proc_maps *m)
+{
+	size_t cap = 0, pos = 0;
+
+	m->v = NULL;
+	m->n = 0;
+	while (pos < len && m->n < MAPS_MAX_LINES) {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - (text + pos)) : len - pos;
+		struct proc_map pm;
+		int r;
+
+		if (m->n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct proc_map *nv = realloc(m->v, ncap * sizeof(*nv));
+
+			if (!nv)
+				goto oom;
+			m->v = nv;
+			cap = ncap;
+		}
+		r = parse_line(text + pos, ll, &pm);
+		if (r == -2)
+			goto oom;
+		if (r == 0)
+			m->v[m->n++] = pm;
+		pos += ll + 1;
+	}
+	return 0;
+oom:
+	proc_maps_free(m);
+	return -1;
+}
+
+/* ---- record and replay seam (src/record/record.c) ---------------------------
+ * Everything pyperf-pprof learns about a target passes through here: its
+ * memory (process_vm_readv, which proc_read() and pysym.c's and
+ * pythread.c's batches call, is proc_vm_readv_seam() below), its /proc
+ * files (maps, comm, cmdline, cgroup; not stat, which only the live
+ * bookkeeping of targets reads) and the paths of its mapped files.
+ * NULL when profiling live; --record installs hooks that copy what is read
+ * into the recording, --replay hooks that serve it from one. */
+const struct proc_hooks *proc_hooks;
+
+/* What process_vm_readv() is in this program: src/record/record.c defines it
+ * over libc's, so every read of target memory, batched ones included,
+ * passes here. Without hooks it is the system call. */
+ssize_t proc_vm_readv_seam(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			   const struct iovec *remote, unsigned long nremote,
+			   unsigned long flags)
+{
+	if (proc_hooks && proc_hooks->vm_readv)
+		return proc_hooks->vm_readv(pid, local, nlocal, remote, nremote, flags);
+	return proc_vm_readv_live(pid, local, nlocal, remote, nremote, flags);
+}
+
+ssize_t proc_vm_readv_live(pid_t pid, const struct iovec *local, unsigned long nlocal,
+			   const struct iovec *remote, unsigned long nremote,
+			   unsigned long flags)
+{
+	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, flags);
+}
+
+static char *read_small_file(const char *path, size_t max, size_t *len)
+{
+	if (proc_hooks && proc_hooks->read_file)	/* record/replay seam */
+		return proc_hooks->read_file(path, max, len);
+	return proc_read_file_live(path, max, len);
+}
+
+char *proc_read_file_live(const char *path, size_t max, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf)
+		goto fail;
+	for (;;) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb;
+
+			if (cap >= max)
+				break;
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				goto fail;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto fail;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	*len = n;
+	return buf;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+int proc_maps_read(pid_t pid, struct proc_maps *m)
+{
+	char path[64];
+	size_t len;
+	char *text;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	text = read_small_file(path, MAPS_MAX_BYTES, &len);
+	if (!text)
+		return -1;
+	r = proc_maps_parse(text, len, m);
+	free(text);
+	return r;
+}
+
+void proc_maps_free(struct proc_maps *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	/* /proc/PID/maps is sorted by address. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < m->v[mid].start)
+			hi = mid;
+		else if (addr >= m->v[mid].end)
+			lo = mid + 1;
+		else
+			return &m->v[mid];
+	}
+	return NULL;
+}
+
+int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t r;
+
+	if (!len)
+		return 0;
+	if (!addr || addr + len < addr)
+		return -1;
+	r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return r == (ssize_t)len ? 0 : -1;
+}
+
+void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+{
+	if (proc_hooks && proc_hooks->map_file)	/* record/replay seam */
+		proc_hooks->map_file(pid, m, buf, len);
+	else
+		proc_map_file_live(pid, m, buf, len);
+}
+
+void proc_map_file_live(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+		 m->start, m->end);
+	if (access(buf, R_OK) == 0)
+		return;
+	snprintf(buf, len, "/proc/%d/root%s", (int)pid, m->path);
+}
+
+int proc_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+int proc_stat(pid_t pid, struct proc_stat *ps)
+{
+	char path[64], buf[1024];
+	unsigned long long st = 0;
+	const char *lp, *rp;
+	size_t len;
+	int ppid = 0, fd, n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = (int)read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* comm may contain spaces and parentheses: fields start after the
+	 * last ')'. ppid is field 4, start time field 22. */
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp ||
+	    sscanf(rp + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+		   " %*d %*d %*d %*d %*d %*d %llu", &ppid, &st) != 2)
+		return -1;
+	len = (size_t)(rp - lp - 1);
+	if (len >= sizeof(ps->comm))
+		len = sizeof(ps->comm) - 1;
+	memcpy(ps->comm, lp + 1, len);
+	ps->comm[len] = '\0';
+	ps->ppid = ppid;
+	ps->start_time = st;
+	return 0;
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	struct proc_stat ps;
+
+	return proc_stat(pid, &ps) ? 0 : ps.start_time;
+}
+
+int proc_cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+	char *text;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	text = read_small_file(path, 65536, &n);
+	if (!text || !len) {
+		free(text);
+		return -1;
+	}
+	/* Arguments are NUL-separated; show them space-separated. */
+	for (size_t i = 0; i < n; i++)
+		if (text[i] == '\0' || text[i] == '\n')
+			text[i] = ' ';
+	while (n && text[n - 1] == ' ')
+		n--;
+	snprintf(buf, len, "%.*s", (int)n, text);
+	free(text);
+	return 0;
+}
+
+/* A 64-hex-digit id in a cgroup path is the container id of Docker,
+ * containerd and CRI-O ("docker-<id>.scope", "cri-containerd-<id>", ...). */
+int proc_container_id_parse(const char *text, size_t n, char *buf, size_t len)
+{
+	size_t run = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		int hex = i < n && ((text[i] >= '0' && text[i] <= '9') ||
+				    (text[i] >= 'a' && text[i] <= 'f'));
+
+		if (hex) {
+			run++;
+			continue;
+		}
+		/* Exactly 64: longer hex runs are something else. */
+		if (run == 64 && len > 12) {
+			/* The short form (12 digits), as docker ps shows it. */
+			snprintf(buf, len, "%.12s", text + i - 64);
+			return 0;
+		}
+		run = 0;
+	}
+	return -1;
+}
+
+int proc_container_id(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+	char *text;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	text = read_small_file(path, 65536, &n);
+	if (!text)
+		return -1;
+	r = proc_container_id_parse(text, n, buf, len);
+	free(text);
+	return r;
+}
+
+int proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+	char *text;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	text = read_small_file(path, 4096, &n);
+	if (!text)
+		return -1;
+	while (n && (text[n - 1] == '\n'))
+		n--;
+	snprintf(buf, len, "%.*s", (int)n, text);
+	free(text);
+	return 0;
+}

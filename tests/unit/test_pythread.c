@@ -1,0 +1,358 @@
+/*
+ * test_pythread names|gil PID OUTFILE
+ *
+ * Live checks of src/python/pythread.c against a running
+ * tests/workloads/named_threads.py whose standard output is OUTFILE (it
+ * prints "ready" and one JSON line per thread: name, ident, native_id).
+ *
+ *   names  every thread state of the interpreter is resolved to its
+ *          threading.Thread name, uncached (by thread state and by ident)
+ *          and through the cache; the names must be the ones the workload
+ *          printed (MainThread, worker-alpha, worker-beta, worker-gamma).
+ *          A 3.13+ layout read from _Py_DebugOffsets is also compared with
+ *          the generated table for the fields both give.
+ *   gil    reads who holds the GIL a few thousand times: the holder must
+ *          always be one of the thread states, and every busy worker must
+ *          be seen holding it. Up to 3.11 the two ways of telling
+ *          (gilstate.tstate_current and gil.locked + last_holder) are
+ *          compared too.
+ *
+ * One "ok ..." / "FAIL ..." line per check, "# ..." for information.
+ * Exit 0 all ok, 1 a check failed, 77 cannot test here, 2 usage.
+ */
+#define _GNU_SOURCE
+#include "pyoffsets.h"
+#include "pythread.h"
+#include "pyversion.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define NEXPECT	4
+#define MAXTS	64
+
+struct expect {
+	char name[64];
+	uint64_t ident;
+	long native_id;
+};
+
+static unsigned failed, passed;
+
+static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", cond ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (cond)
+		passed++;
+	else
+		failed++;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* CPU time of this thread: the busy workload makes wall time meaningless
+ * on a small machine. */
+static uint64_t cpu_ns(void)
+{
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+/* Every read of target memory goes through process_vm_readv (proc_read,
+ * pysym, pythread): this definition counts them. */
+static unsigned long nreads;
+
+ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long liovcnt,
+			 const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
+{
+	nreads++;
+	return syscall(SYS_process_vm_readv, pid, local, liovcnt, remote, riovcnt, flags);
+}
+
+/* {"name": "worker-alpha", "ident": 1398..., "native_id": 4242} */
+static int parse_line(const char *line, struct expect *e)
+{
+	const char *p = strstr(line, "\"name\": \""), *q;
+	size_t n;
+
+	if (!p)
+		return -1;
+	p += 9;
+	q = strchr(p, '"');
+	if (!q || (n = (size_t)(q - p)) >= sizeof(e->name))
+		return -1;
+	memcpy(e->name, p, n);
+	e->name[n] = '\0';
+	p = strstr(line, "\"ident\": ");
+	if (!p)
+		return -1;
+	e->ident = strtoull(p + 9, NULL, 10);
+	p = strstr(line, "\"native_id\": ");
+	e->native_id = p ? strtol(p + 13, NULL, 10) : 0;
+	return e->ident ? 0 : -1;
+}
+
+/* Waits (at most 30 s) for the workload's NEXPECT JSON lines. */
+static int read_expect(const char *path, struct expect *ex)
+{
+	for (int tries = 0; tries < 300; tries++) {
+		FILE *f = fopen(path, "r");
+		char line[512];
+		int n = 0;
+
+		if (f) {
+			while (n < NEXPECT && fgets(line, sizeof(line), f))
+				if (parse_line(line, &ex[n]) == 0)
+					n++;
+			fclose(f);
+		}
+		if (n == NEXPECT)
+			return 0;
+		usleep(100000);
+	}
+	return -1;
+}
+
+static const char *name_of(const struct expect *ex, uint64_t ident)
+{
+	for (int i = 0; i < NEXPECT; i++)
+		if (ex[i].ident == ident)
+			return ex[i].name;
+	return NULL;
+}
+
+/* The new layout fields a _Py_DebugOffsets table gives, against the
+ * generated entry of the same minor version. */
+static void compare_debug_layout(const struct py_target *t)
+{
+	const struct py_layout *gen = py_layout_find(t->major, t->minor);
+	const struct { const char *name; uint16_t got, want; } f[] = {
+#define F(m) { #m, t->layout.m, gen ? gen->m : 0 }
+		F(obj.ts_interp), F(obj.interp_modules), F(obj.type_flags), F(obj.dict_keys),
+		F(obj.dict_values), F(obj.long_size), F(obj.long_digit),
+		F(gil.interp_ceval_gil), F(gil.interp_gil), F(gil.locked), F(gil.last_holder),
+#undef F
+	};
+
+	if (!t->layout.source || !strstr(t->layout.source, "_Py_DebugOffsets"))
+		return;
+	if (!gen) {
+		printf("# no generated %u.%u entry to compare _Py_DebugOffsets with\n", t->major,
+		       t->minor);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		check(f[i].got == f[i].want, "_Py_DebugOffsets %s = %u, generated table %u",
+		      f[i].name, f[i].got, f[i].want);
+}
+
+static int run_names(const struct py_target *t, const struct expect *ex)
+{
+	uint64_t ts[MAXTS], ids[MAXTS], t0;
+	struct pythread_cache *cache;
+	struct pythread_stats st;
+	struct py_object_offsets o;
+	struct py_gil_offsets g;
+	char buf[PYTHREAD_NAME_MAX];
+	int n, found = 0, reps = 200;
+
+	compare_debug_layout(t);
+	check(pythread_offsets(t, &o, &g) == 0, "object offsets complete for %u.%u (%s)",
+	      t->major, t->minor, t->layout.source);
+	n = pythread_tstates(t, ts, ids, MAXTS);
+	check(n >= NEXPECT, "%d thread states in the interpreter (expected >= %d)", n, NEXPECT);
+	if (n < 0)
+		return 1;
+	cache = pythread_cache_new(256);
+	for (int i = 0; i < n; i++) {
+		const char *want = name_of(ex, ids[i]);
+		const char *cached;
+		int r;
+
+		if (!want) {
+			printf("# thread state 0x%llx ident %llu is not one of the workload's\n",
+			       (unsigned long long)ts[i], (unsigned long long)ids[i]);
+			continue;
+		}
+		found++;
+		r = pythread_name(t, ts[i], 0, buf, sizeof(buf));
+		check(r == 0 && strcmp(buf, want) == 0,
+		      "tstate 0x%llx ident %llu: pythread_name \"%s\", expected \"%s\"",
+		      (unsigned long long)ts[i], (unsigned long long)ids[i], r ? "(failed)" : buf,
+		      want);
+		r = pythread_name(t, 0, ids[i], buf, sizeof(buf));
+		check(r == 0 && strcmp(buf, want) == 0, "ident %llu alone: \"%s\"",
+		      (unsigned long long)ids[i], r ? "(failed)" : buf);
+		cached = pythread_cache_name(cache, t, ts[i], now_ns());
+		check(cached && strcmp(cached, want) == 0, "cached name of tstate 0x%llx: \"%s\"",
+		      (unsigned long long)ts[i], cached ? cached : "(NULL)");
+	}
+	check(found == NEXPECT, "all %d workload threads have a thread state (%d found)",
+	      NEXPECT, found);
+	check(pythread_name(t, 0, 12345, buf, sizeof(buf)) == -1,
+	      "an ident no thread has gives -1");
+
+	/* Costs, in CPU time and target reads: uncached lookups, cache hits,
+	 * and refreshes (what each thread costs once per TTL). */
+	t0 = cpu_ns();
+	nreads = 0;
+	for (int k = 0; k < reps; k++)
+		pythread_name(t, ts[0], 0, buf, sizeof(buf));
+	printf("# uncached pythread_name: %.1f us CPU, %.1f reads per call\n",
+	       (double)(cpu_ns() - t0) / reps / 1000.0, (double)nreads / reps);
+	t0 = cpu_ns();
+	nreads = 0;
+	for (int k = 0; k < 100000; k++)
+		pythread_cache_name(cache, t, ts[k % n], now_ns());
+	printf("# pythread_cache_name, hits: %.3f us CPU, %lu reads in 100000 calls\n",
+	       (double)(cpu_ns() - t0) / 100000 / 1000.0, nreads);
+	{
+		uint64_t fake = now_ns() + 10 * PYTHREAD_TTL_NS;
+
+		t0 = cpu_ns();
+		nreads = 0;
+		for (int k = 0; k < reps; k++) {
+			fake += PYTHREAD_TTL_NS;
+			pythread_cache_name(cache, t, ts[k % n], fake);
+		}
+		printf("# pythread_cache_name, refresh after the TTL: %.1f us CPU, %.1f reads per call\n",
+		       (double)(cpu_ns() - t0) / reps / 1000.0, (double)nreads / reps);
+	}
+	pythread_get_stats(cache, &st);
+	printf("# cache: hits %llu lookups %llu failures %llu resolves %llu evictions %llu\n",
+	       (unsigned long long)st.hits, (unsigned long long)st.lookups,
+	       (unsigned long long)st.failures, (unsigned long long)st.resolves,
+	       (unsigned long long)st.evictions);
+	check(st.resolves == 1, "threading._active searched once for the whole run (%llu)",
+	      (unsigned long long)st.resolves);
+	pythread_forget_pid(cache, t->pid);
+	pythread_cache_free(cache);
+	return 0;
+}
+
+static int run_gil(const struct py_target *t, const struct expect *ex)
+{
+	uint64_t ts[MAXTS], ids[MAXTS];
+	unsigned held[MAXTS] = { 0 }, freeg = 0, bad = 0, errs = 0, agree = 0, compared = 0;
+	unsigned nreads = 3000;
+	struct pythread_gil g;
+	int n;
+
+	int located = pythread_gil_locate(t, &g);
+
+	check(located == 0, "GIL located: locked 0x%llx last_holder 0x%llx current 0x%llx",
+	      (unsigned long long)g.locked_addr, (unsigned long long)g.holder_addr,
+	      (unsigned long long)g.current_addr);
+	n = pythread_tstates(t, ts, ids, MAXTS);
+	if (n < NEXPECT) {
+		check(0, "%d thread states", n);
+		return 1;
+	}
+	for (unsigned k = 0; k < nreads; k++) {
+		uint64_t h, cur = 0;
+		int r = pythread_gil_holder(t, &g, &h);
+		int i;
+
+		if (r < 0) {
+			errs++;
+			continue;
+		}
+		if (r == 0) {
+			freeg++;
+		} else {
+			for (i = 0; i < n && ts[i] != h; i++)
+				;
+			if (i < n)
+				held[i]++;
+			else
+				bad++;
+		}
+		/* <=3.11: the current thread state tells the same. */
+		if (g.current_addr && g.locked_addr) {
+			struct pythread_gil only = { .current_addr = g.current_addr };
+			uint64_t h2;
+			int r2 = pythread_gil_holder(t, &only, &h2);
+
+			if (r2 >= 0) {
+				compared++;
+				cur = r2 ? h2 : 0;
+				agree += cur == (r ? h : 0);
+			}
+		}
+		usleep(300);
+	}
+	for (int i = 0; i < n; i++) {
+		const char *nm = name_of(ex, ids[i]);
+
+		printf("# %-14s tstate 0x%llx held the GIL in %u of %u reads\n", nm ? nm : "?",
+		       (unsigned long long)ts[i], held[i], nreads);
+		if (nm && strncmp(nm, "worker-", 7) == 0)
+			check(held[i] > 0, "%s was seen holding the GIL (%u times)", nm, held[i]);
+	}
+	printf("# GIL free in %u reads, unreadable %u\n", freeg, errs);
+	check(errs == 0, "every GIL read succeeded (%u failed)", errs);
+	check(bad == 0, "the holder was always one of the %d thread states (%u reads not)", n,
+	      bad);
+	if (compared)
+		printf("# current tstate and locked/last_holder agree in %u of %u reads (%.1f%%)\n",
+		       agree, compared, 100.0 * agree / compared);
+	if (compared)
+		check(agree * 10 >= compared * 9,
+		      "current tstate agrees with locked + last_holder in >= 90%% of reads");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct py_target t;
+	struct expect ex[NEXPECT];
+	char err[512];
+	long pid;
+
+	if (argc != 4 || (strcmp(argv[1], "names") && strcmp(argv[1], "gil"))) {
+		fprintf(stderr, "usage: test_pythread names|gil PID OUTFILE\n");
+		return 2;
+	}
+	pid = strtol(argv[2], NULL, 10);
+	if (pid <= 0)
+		return 2;
+	if (read_expect(argv[3], ex)) {
+		printf("FAIL the workload did not print its %d threads in %s\n", NEXPECT, argv[3]);
+		return 1;
+	}
+	if (pyversion_detect((pid_t)pid, &t, err, sizeof(err))) {
+		printf("FAIL pyversion_detect: %s\n", err);
+		return 1;
+	}
+	printf("# pid %ld: Python %u.%u.%u, %s, layout %s\n", pid, t.major, t.minor, t.micro,
+	       t.module, t.layout.source);
+	if (strcmp(argv[1], "names") == 0)
+		run_names(&t, ex);
+	else
+		run_gil(&t, ex);
+	printf("# %u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
