@@ -6,6 +6,7 @@
  * if compressed), build-id notes and .gnu_debuglink.
  */
 #include "elffile.h"
+#include "target_src.h"
 #include "fuzz_common.h"
 
 #include <elf.h>
@@ -120,7 +121,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)elf_file_symbols(ef, on_symbol, &w);
 	/* The debug-file search composes paths from the build-id and the
 	 * debuglink; under a root that does not exist every open fails. */
-	dbg = elf_file_open_debug(ef, "/nonexistent-fuzz-root", "/usr/lib/libx.so.1");
+	dbg = elf_file_open_debug(target_src_live(), ef, "/nonexistent-fuzz-root",
+				  "/usr/lib/libx.so.1");
 	FUZZ_CHECK(dbg == NULL);
 	elf_file_drop_fd(ef);
 	elf_file_close(ef);

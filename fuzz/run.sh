@@ -64,13 +64,13 @@ CFLAGS_FUZZ="-g -O1 -std=gnu11 -fno-omit-frame-pointer \
 
 sources() {
 	case $1 in
-	elf) echo "src/target/elffile.c" ;;
+	elf) echo "src/target/elffile.c src/target/live_src.c" ;;
 	maps) echo "src/target/proc.c" ;;
 	linetable) echo "src/python/linetable.c" ;;
 	debugoffsets) echo "src/python/pydebugoffsets.c" ;;
 	merge) echo "src/pipeline/merge.c" ;;
 	profile) echo "src/pipeline/profile.c src/output/pprof_write.c src/output/collapsed.c" ;;
-	replay) echo "src/record/record.c src/record/replay.c src/target/proc.c src/target/elffile.c src/pipeline/sample.c src/pipeline/merge.c
+	replay) echo "src/record/record.c src/record/replay.c src/target/proc.c src/target/elffile.c src/target/live_src.c src/pipeline/sample.c src/pipeline/merge.c
 		src/native/unwind.c src/native/nsym.c src/python/pysym.c src/python/pythread.c src/python/linetable.c
 		src/python/pyoffsets_table.c src/python/pydebugoffsets.c src/pipeline/profile.c src/output/pprof_write.c
 		src/output/collapsed.c src/output/output.c" ;;

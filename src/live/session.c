@@ -53,6 +53,7 @@
 struct session {
 	const struct config *cfg;
 	struct target_set ts;
+	struct recorder *rec;		/* --record, else NULL */
 	struct output out;
 	pid_t child;			/* launched command, 0 if none */
 	int child_status;		/* its exit code, once it exited */
@@ -120,7 +121,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	__u32 key = (__u32)t->pid;
 
 	if (event == 1) {
-		record_target(t);	/* --record (src/record/record.c); no-op otherwise */
+		record_target(s->rec, t);	/* --record; no-op otherwise */
 		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s\n", t->pid, t->comm,
 		    t->major, t->minor, t->micro, t->module);
 		if (s->skel && bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &t->bpf,
@@ -137,7 +138,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		return;
 	}
 	/* Forgotten: a new process may reuse the pid; drop what was cached. */
-	record_forget(t);	/* --record: replay drops its caches here too */
+	record_forget(s->rec, t);	/* --record: replay drops its caches here too */
 	pysym_forget_pid(s->sink.syms, t->pid);
 	pythread_forget_pid(s->sink.threads, t->pid);
 	if (s->sink.unw)
@@ -148,7 +149,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 
 static int find_targets(struct session *s)
 {
-	targets_init(&s->ts, s->cfg->all, s->cfg->subprocesses, on_target, s);
+	targets_init(&s->ts, s->rec ? record_src(s->rec) : target_src_live(), s->cfg->all,
+		     s->cfg->subprocesses, on_target, s);
 	for (int i = 0; i < s->cfg->npids; i++)
 		targets_add(&s->ts, s->cfg->pids[i], 0);
 	if (s->cfg->npids && !s->ts.n)
@@ -327,9 +329,9 @@ static int on_record(void *ctx, void *data, size_t size)
 	t = targets_find(&s->ts, (pid_t)h->pid);
 	if (!t)
 		return 0;
-	record_sample(data, size);	/* --record: the record, then what it reads */
+	record_sample(s->rec, data, size);	/* --record: the record, then what it reads */
 	r = sample_add(&s->sink, t, data, size);
-	record_sample_end();
+	record_sample_end(s->rec);
 	if (r) {
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 		return -ENOMEM;	/* ends polling; what we have is written */
@@ -658,7 +660,7 @@ static void record_profile_write(struct session *s, uint64_t flush_ns, int64_t n
 	};
 
 	memcpy(w.stats, s->bpf_stats, sizeof(s->bpf_stats));
-	record_write(&w);
+	record_write(s->rec, &w);
 }
 
 /* --record: the session's settings, for replay to rebuild its profiles. */
@@ -674,7 +676,7 @@ static void record_session(struct session *s)
 	};
 
 	snprintf(m.event, sizeof(m.event), "%s", s->cfg->event);
-	record_meta(&m);
+	record_meta(s->rec, &m);
 }
 
 /* Writes the current profile. With rotate, a new profile starts (the
@@ -806,7 +808,8 @@ static int start(struct session *s)
 	}
 	/* --record: opened before the targets are found, so what finding
 	 * them reads (3.13+: _Py_DebugOffsets) is recorded too. */
-	if (s->cfg->record && record_open(s->cfg->record, err, sizeof(err))) {
+	if (s->cfg->record &&
+	    !(s->rec = record_open(s->cfg->record, target_src_live(), err, sizeof(err)))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
@@ -863,7 +866,7 @@ int session_run(const struct config *cfg)
 		}
 	}
 	cleanup(s);
-	if (record_close(err, sizeof(err))) {	/* --record: no-op otherwise */
+	if (record_close(s->rec, err, sizeof(err))) {	/* --record: no-op otherwise */
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		rc = rc ? rc : 1;
 	}

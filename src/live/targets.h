@@ -46,9 +46,11 @@ struct target_set {
 	uint64_t added, exited, failed;	/* counters for the summary */
 	target_cb cb;
 	void *ctx;
+	const struct target_src *src;	/* where targets are read (live or recorded) */
 };
 
-void targets_init(struct target_set *ts, int all, int children, target_cb cb, void *ctx);
+void targets_init(struct target_set *ts, const struct target_src *src, int all, int children,
+		  target_cb cb, void *ctx);
 void targets_free(struct target_set *ts);
 
 /* Profiles pid from now on; errors are printed unless quiet. 0 on success. */

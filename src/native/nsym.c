@@ -10,6 +10,7 @@
 
 #include "elffile.h"
 #include "proc.h"
+#include "target_src.h"
 
 #include <elf.h>
 #include <limits.h>
@@ -62,6 +63,7 @@ struct ns_memo {
 
 struct ns_proc {
 	int pid;			/* 0: free slot */
+	const struct target_src *src;
 	uint64_t tick;
 	struct proc_maps maps;
 	struct ns_memo *memo;
@@ -165,7 +167,7 @@ static int proc_load_maps(struct nsym_ctx *c, struct ns_proc *p)
 
 	c->st.maps_reads++;
 	p->read_ns = now_ns();
-	if (proc_maps_read(p->pid, &m))
+	if (proc_maps_read(p->src, p->pid, &m))
 		return -1;
 	memo = calloc(m.n ? m.n : 1, sizeof(*memo));
 	if (!memo) {
@@ -179,7 +181,7 @@ static int proc_load_maps(struct nsym_ctx *c, struct ns_proc *p)
 	return 0;
 }
 
-static struct ns_proc *proc_get(struct nsym_ctx *c, int pid)
+static struct ns_proc *proc_get(struct nsym_ctx *c, const struct target_src *src, int pid)
 {
 	struct ns_proc *p, *victim = &c->proc[0];
 
@@ -199,6 +201,7 @@ static struct ns_proc *proc_get(struct nsym_ctx *c, int pid)
 		proc_clear(victim);
 	}
 	victim->pid = pid;
+	victim->src = src;
 	victim->tick = ++c->tick;
 	if (proc_load_maps(c, victim)) {
 		proc_clear(victim);
@@ -425,7 +428,7 @@ static struct ns_obj *obj_hit(struct nsym_ctx *c, struct ns_obj *o)
 
 /* Symbols of ef, and of its debug file when ef is stripped. */
 static int obj_load_symbols(struct nsym_ctx *c, struct ns_obj *o, struct elf_file *ef,
-			    int pid, const char *path)
+			    const struct target_src *src, int pid, const char *path)
 {
 	struct ns_collect k = { 0 };
 	struct elf_file *dbg = NULL;
@@ -435,9 +438,9 @@ static int obj_load_symbols(struct nsym_ctx *c, struct ns_obj *o, struct elf_fil
 	elf_file_symbols(ef, collect_cb, &k);
 	if (path[0] == '/' && !elf_file_has_symtab(ef)) {
 		snprintf(root, sizeof(root), "/proc/%d/root", pid);
-		dbg = elf_file_open_debug(ef, root, path);
+		dbg = elf_file_open_debug(src, ef, root, path);
 		if (!dbg)
-			dbg = elf_file_open_debug(ef, "", path);
+			dbg = elf_file_open_debug(src, ef, "", path);
 	}
 	if (dbg && !k.oom) {
 		elf_file_symbols(dbg, collect_cb, &k);
@@ -452,7 +455,7 @@ static int obj_load_symbols(struct nsym_ctx *c, struct ns_obj *o, struct elf_fil
 }
 
 static int obj_init(struct nsym_ctx *c, struct ns_obj *o, struct elf_file *ef,
-		    int pid, const char *path)
+		    const struct target_src *src, int pid, const char *path)
 {
 	struct elf_segment seg[NS_MAX_PHDRS];
 	size_t n = elf_file_segments(ef, seg, NS_MAX_PHDRS);
@@ -464,10 +467,11 @@ static int obj_init(struct nsym_ctx *c, struct ns_obj *o, struct elf_file *ef,
 		return -1;
 	for (size_t i = 0; i < o->build_id_len; i++)
 		snprintf(o->build_id_hex + 2 * i, 3, "%02x", o->build_id[i]);
-	return obj_load_symbols(c, o, ef, pid, path);
+	return obj_load_symbols(c, o, ef, src, pid, path);
 }
 
-static struct elf_file *open_vdso(int pid, const struct proc_map *m)
+static struct elf_file *open_vdso(const struct target_src *src, int pid,
+				  const struct proc_map *m)
 {
 	size_t len = m->end - m->start;
 	struct elf_file *ef = NULL;
@@ -476,7 +480,7 @@ static struct elf_file *open_vdso(int pid, const struct proc_map *m)
 	if (len > NS_VDSO_MAX)
 		return NULL;
 	buf = malloc(len);
-	if (buf && proc_read(pid, m->start, buf, len) == 0)
+	if (buf && target_read(src, pid, m->start, buf, len) == 0)
 		ef = elf_file_open_mem(buf, len);
 	free(buf);
 	return ef;
@@ -485,30 +489,32 @@ static struct elf_file *open_vdso(int pid, const struct proc_map *m)
 /* Opens the file behind m as the target sees it. Through /proc/PID/root a
  * name may now be another file than the one mapped: refused when the
  * inode differs. map_files always opens the mapped file. */
-static struct elf_file *open_mapped(int pid, const struct proc_map *m, struct stat *st,
+static struct elf_file *open_mapped(const struct target_src *src, int pid,
+				    const struct proc_map *m, struct stat *st,
 				    struct nsym_ctx *c, struct ns_obj **hit)
 {
 	char path[PATH_MAX + 64];
 
 	if (strcmp(m->path, "[vdso]") == 0)
-		return open_vdso(pid, m);
-	proc_map_file(pid, m, path, sizeof(path));
+		return open_vdso(src, pid, m);
+	target_map_file(src, pid, m, path, sizeof(path));
 	if (stat(path, st) || !S_ISREG(st->st_mode) ||
 	    (!strstr(path, "/map_files/") && st->st_ino != m->inode))
 		return NULL;
 	*hit = obj_find(c, st, NULL, 0);
-	return *hit ? NULL : elf_file_open(path);
+	return *hit ? NULL : target_open_elf(src, path);
 }
 
 /* Finds or loads the symbols of the object behind m: keyed by the file's
  * stat identity, then by build-id (the same file in another namespace). */
-static struct ns_obj *obj_resolve(struct nsym_ctx *c, int pid, const struct proc_map *m,
+static struct ns_obj *obj_resolve(struct nsym_ctx *c, const struct target_src *src, int pid,
+				  const struct proc_map *m,
 				  const char *path)
 {
 	struct stat st = { 0 };
 	struct ns_obj *o = NULL;
 	uint8_t id[NSYM_BUILD_ID_MAX];
-	struct elf_file *ef = open_mapped(pid, m, &st, c, &o);
+	struct elf_file *ef = open_mapped(src, pid, m, &st, c, &o);
 	size_t idlen = 0;
 
 	if (o)
@@ -525,7 +531,7 @@ static struct ns_obj *obj_resolve(struct nsym_ctx *c, int pid, const struct proc
 	o = obj_slot(c);
 	memcpy(o->build_id, id, idlen);
 	o->build_id_len = idlen;
-	if ((!st.st_ino && !idlen) || obj_init(c, o, ef, pid, path)) {
+	if ((!st.st_ino && !idlen) || obj_init(c, o, ef, src, pid, path)) {
 		elf_file_close(ef);
 		obj_clear(c, o);
 		goto fail;
@@ -564,7 +570,7 @@ static struct ns_obj *obj_for_map(struct nsym_ctx *c, struct ns_proc *p, size_t 
 		}
 	}
 	o = (m->path[0] == '/' || strcmp(m->path, "[vdso]") == 0) ?
-		obj_resolve(c, p->pid, m, path) : NULL;
+		obj_resolve(c, p->src, p->pid, m, path) : NULL;
 	mm->serial = o ? o->serial : NS_NO_OBJ;
 	mm->slot = o ? (uint32_t)(o - c->obj) : 0;
 	return o;
@@ -613,7 +619,8 @@ static void set_path(struct nsym_ctx *c, const struct proc_map *m, struct nsym_r
 	out->path = c->path;
 }
 
-int nsym_resolve(struct nsym_ctx *c, int pid, uint64_t pc, struct nsym_result *out)
+int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
+		 struct nsym_result *out)
 {
 	const struct ns_sym *s;
 	const struct proc_map *m;
@@ -625,7 +632,7 @@ int nsym_resolve(struct nsym_ctx *c, int pid, uint64_t pc, struct nsym_result *o
 	out->path = "";
 	out->build_id = "";
 	c->st.lookups++;
-	p = pid > 0 ? proc_get(c, pid) : NULL;
+	p = pid > 0 && src ? proc_get(c, src, pid) : NULL;
 	i = p ? map_index(c, p, pc) : -1;
 	if (i < 0)
 		return finish(c, out, NSYM_NO_MAPPING);

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct target_src;
+
 #define NSYM_BUILD_ID_MAX	64	/* bytes */
 
 enum nsym_status {
@@ -63,11 +65,13 @@ struct nsym_ctx *nsym_ctx_new(const struct nsym_opts *opts);
 void nsym_ctx_free(struct nsym_ctx *c);
 
 /*
- * Resolves pc in process pid; returns out->status. For a return address
+ * Resolves pc in process pid, whose maps and files are read through src;
+ * returns out->status. For a return address
  * (pcs[i > 0] from unwind_stack) pass pc - 1, so a call that ends a
  * function is not attributed to the next one.
  */
-int nsym_resolve(struct nsym_ctx *c, int pid, uint64_t pc, struct nsym_result *out);
+int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
+		 struct nsym_result *out);
 
 /* Drops the cached maps of a process that exited. */
 void nsym_forget_pid(struct nsym_ctx *c, int pid);

@@ -19,6 +19,7 @@
 
 #include "elffile.h"
 #include "proc.h"
+#include "target_src.h"
 
 #include <elf.h>
 #include <libunwind.h>
@@ -91,6 +92,7 @@ struct uw_memo {
 
 struct uw_proc {
 	int pid;			/* 0: free slot */
+	const struct target_src *src;	/* where its maps, memory, files are read */
 	uint64_t tick;
 	struct proc_maps maps;
 	struct uw_memo *memo;		/* one per maps entry */
@@ -161,7 +163,7 @@ static int proc_load_maps(struct unwind_ctx *u, struct uw_proc *p)
 
 	u->st.maps_reads++;
 	p->read_ns = now_ns();
-	if (proc_maps_read(p->pid, &m))
+	if (proc_maps_read(p->src, p->pid, &m))
 		return -1;
 	memo = calloc(m.n ? m.n : 1, sizeof(*memo));
 	if (!memo) {
@@ -178,7 +180,7 @@ static int proc_load_maps(struct unwind_ctx *u, struct uw_proc *p)
 	return 0;
 }
 
-static struct uw_proc *proc_get(struct unwind_ctx *u, int pid)
+static struct uw_proc *proc_get(struct unwind_ctx *u, const struct target_src *src, int pid)
 {
 	struct uw_proc *p, *victim = &u->proc[0];
 
@@ -199,6 +201,7 @@ static struct uw_proc *proc_get(struct unwind_ctx *u, int pid)
 	}
 	p = victim;
 	p->pid = pid;
+	p->src = src;
 	p->tick = ++u->tick;
 	p->as = unw_create_addr_space(&u->acc, 0);
 	if (!p->as || proc_load_maps(u, p)) {
@@ -351,7 +354,8 @@ static int obj_init(struct uw_obj *o, struct elf_file *ef)
 	return o->nload ? 0 : -1;
 }
 
-static struct elf_file *open_vdso(int pid, const struct proc_map *m)
+static struct elf_file *open_vdso(const struct target_src *src, int pid,
+				  const struct proc_map *m)
 {
 	size_t len = m->end - m->start;
 	struct elf_file *ef = NULL;
@@ -360,7 +364,7 @@ static struct elf_file *open_vdso(int pid, const struct proc_map *m)
 	if (len > UW_VDSO_MAX)
 		return NULL;
 	buf = malloc(len);
-	if (buf && proc_read(pid, m->start, buf, len) == 0)
+	if (buf && target_read(src, pid, m->start, buf, len) == 0)
 		ef = elf_file_open_mem(buf, len);
 	free(buf);
 	return ef;
@@ -369,10 +373,10 @@ static struct elf_file *open_vdso(int pid, const struct proc_map *m)
 /* The file behind m, as the target sees it. Through /proc/PID/root the name
  * may now be another file than the one mapped (replaced on disk): refused
  * when the inode differs. map_files always opens the mapped file. */
-static int stat_mapped(int pid, const struct proc_map *m, char *path, size_t len,
-		       struct stat *st)
+static int stat_mapped(const struct target_src *src, int pid, const struct proc_map *m,
+		       char *path, size_t len, struct stat *st)
 {
-	proc_map_file(pid, m, path, len);
+	target_map_file(src, pid, m, path, len);
 	if (stat(path, st) || !S_ISREG(st->st_mode))
 		return -1;
 	if (!strstr(path, "/map_files/") && st->st_ino != m->inode)
@@ -407,15 +411,15 @@ static struct uw_obj *obj_resolve(struct uw_call *c, const struct proc_map *m)
 	size_t idlen = 0;
 
 	if (is_vdso(m)) {
-		ef = open_vdso(c->p->pid, m);
+		ef = open_vdso(c->p->src, c->p->pid, m);
 	} else {
-		if (stat_mapped(c->p->pid, m, path, sizeof(path), &st))
+		if (stat_mapped(c->p->src, c->p->pid, m, path, sizeof(path), &st))
 			goto fail;
 		stp = &st;
 		o = obj_find(u, stp, NULL, 0);
 		if (o)
 			return obj_hit(u, o);
-		ef = elf_file_open(path);
+		ef = target_open_elf(c->p->src, path);
 	}
 	if (!ef)
 		goto fail;
@@ -532,7 +536,7 @@ static int synth_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
 }
 
 /* The live target, one page at a time: libunwind reads byte by byte. */
-static int target_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
+static int page_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
 {
 	uint64_t page = addr & ~(UW_PAGE - 1);
 
@@ -543,7 +547,7 @@ static int target_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
 			return -1;
 		c->target_reads++;
 		c->page_addr = 0;
-		if (!page || proc_read(c->p->pid, page, c->page, UW_PAGE))
+		if (!page || target_read(c->p->src, c->p->pid, page, c->page, UW_PAGE))
 			return -1;
 		c->page_addr = page;
 	}
@@ -570,7 +574,7 @@ static int mem_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
 			return 0;
 		}
 	}
-	if (target_read(c, addr, buf, len) == 0) {
+	if (page_read(c, addr, buf, len) == 0) {
 		c->u->st.mem_target++;
 		return 0;
 	}
@@ -843,9 +847,9 @@ static void df_load(struct uw_call *c, struct uw_obj *o, const struct proc_map *
 		if (strstr(path, " (deleted)"))
 			*strstr(path, " (deleted)") = '\0';
 		snprintf(root, sizeof(root), "/proc/%d/root", c->p->pid);
-		dbg = elf_file_open_debug(o->ef, root, path);
+		dbg = elf_file_open_debug(c->p->src, o->ef, root, path);
 		if (!dbg)
-			dbg = elf_file_open_debug(o->ef, "", path);
+			dbg = elf_file_open_debug(c->p->src, o->ef, "", path);
 		if (dbg)
 			elf_file_section_copy(dbg, ".debug_frame", UW_DF_MAX, &data, &len);
 		elf_file_close(dbg);
@@ -1105,7 +1109,7 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 	struct uw_call *c;
 	int end;
 
-	if (!u || !in || !n || (max && !pcs) || in->pid <= 0 ||
+	if (!u || !in || !in->src || !n || (max && !pcs) || in->pid <= 0 ||
 	    in->stack_len > UNWIND_MAX_STACK || (in->stack_len && !in->stack))
 		return -1;
 	*n = 0;
@@ -1119,7 +1123,7 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 	c->u = u;
 	c->in = in;
 	memcpy(c->regs, in->regs, sizeof(c->regs));
-	c->p = proc_get(u, in->pid);
+	c->p = proc_get(u, in->src, in->pid);
 	if (!c->p) {
 		pcs[(*n)++] = in->regs[UNWIND_REG_RIP];
 		end = UNWIND_END_NO_INFO;

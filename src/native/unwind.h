@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct target_src;
+
 /* x86_64 user registers, in the order of enum pyperf_reg (bpf/pyperf.h). */
 enum unwind_reg {
 	UNWIND_REG_RIP,
@@ -41,6 +43,7 @@ enum unwind_reg {
 #define UNWIND_MAX_STACK	(1u << 20)	/* larger stack copies are refused */
 
 struct unwind_input {
+	const struct target_src *src;		/* where the target is read */
 	int pid;				/* tgid: whose maps and files */
 	uint64_t regs[UNWIND_REG_COUNT];
 	const uint8_t *stack;			/* copy of the user stack ... */

@@ -105,15 +105,15 @@ static uint64_t unknown_native(struct sample_sink *k, const struct nsym_result *
 
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
-static uint64_t native_location(struct sample_sink *k, int pid, uint64_t pc, int leaf,
-				uint8_t *is_eval)
+static uint64_t native_location(struct sample_sink *k, const struct target_src *src, int pid,
+				uint64_t pc, int leaf, uint8_t *is_eval)
 {
 	struct nsym_result r;
 	struct profile_mapping_desc m = { 0 };
 	uint64_t fid, mid = 0;
 
 	/* Return addresses point after the call: look up the call itself. */
-	nsym_resolve(k->nsym, pid, leaf ? pc : pc - 1, &r);
+	nsym_resolve(k->nsym, src, pid, leaf ? pc : pc - 1, &r);
 	*is_eval = r.status == NSYM_OK && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
 	if (r.status != NSYM_NO_MAPPING) {
 		m.memory_start = r.map_start;
@@ -130,9 +130,10 @@ static uint64_t native_location(struct sample_sink *k, int pid, uint64_t pc, int
 }
 
 /* Unwinds the copied stack into k->nloc / k->neval; returns the count. */
-static size_t native_frames(struct sample_sink *k, const struct py_sample *s, size_t size)
+static size_t native_frames(struct sample_sink *k, const struct py_target *t,
+			    const struct py_sample *s, size_t size)
 {
-	struct unwind_input in = { .pid = (int)s->h.pid };
+	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid };
 	size_t off = PY_SAMPLE_STACK_OFF(s->h.nframes), n = 0;
 	int end;
 
@@ -149,7 +150,8 @@ static size_t native_frames(struct sample_sink *k, const struct py_sample *s, si
 	if (end != UNWIND_END_OUTERMOST)
 		k->n.native_errors++;
 	for (size_t i = 0; i < n; i++) {
-		k->nloc[i] = native_location(k, (int)s->h.pid, k->pcs[i], i == 0, &k->neval[i]);
+		k->nloc[i] = native_location(k, t->src, (int)s->h.pid, k->pcs[i], i == 0,
+					     &k->neval[i]);
 		if (!k->nloc[i])
 			return 0;
 	}
@@ -347,7 +349,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		k->n.max_depth = s->h.nframes;
 	if (s->h.flags & SAMPLE_F_READ_ERR)
 		k->n.read_errors++;
-	nn = k->unw ? native_frames(k, s, size) : 0;
+	nn = k->unw ? native_frames(k, t, s, size) : 0;
 	n = merged_stack(k, nn, np);
 	if ((s->h.flags & SAMPLE_F_KERNEL) && k->unw)
 		n = prepend(k, n, synthetic(k, "[kernel]"));

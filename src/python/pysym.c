@@ -156,7 +156,7 @@ int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t l
 
 	if (!len || !addr || o->unicode_compact_size > sizeof(hdr))
 		return -1;
-	if (proc_read(t->pid, addr, hdr, o->unicode_compact_size))
+	if (target_read(t->src, t->pid, addr, hdr, o->unicode_compact_size))
 		return -1;
 	memcpy(&n, hdr + o->unicode_length, sizeof(n));
 	memcpy(&state, hdr + o->unicode_state, sizeof(state));
@@ -167,7 +167,7 @@ int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t l
 	width = kind;
 	if (n > MAX_STR)
 		n = MAX_STR;
-	if (proc_read(t->pid, addr + (((state >> 6) & 1) ? o->unicode_ascii_size
+	if (target_read(t->src, t->pid, addr + (((state >> 6) & 1) ? o->unicode_ascii_size
 							 : o->unicode_compact_size),
 		      data, n * width))
 		return -1;
@@ -192,13 +192,13 @@ static int read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **da
 	const struct py_code_offsets *o = &t->layout.code;
 	int64_t n = 0;
 
-	if (!addr || proc_read(t->pid, addr + o->bytes_size, &n, sizeof(n)) ||
+	if (!addr || target_read(t->src, t->pid, addr + o->bytes_size, &n, sizeof(n)) ||
 	    n < 0 || n > MAX_LINETABLE)
 		return -1;
 	*data = malloc(n ? (size_t)n : 1);
 	if (!*data)
 		return -1;
-	if (proc_read(t->pid, addr + o->bytes_sval, *data, (size_t)n)) {
+	if (target_read(t->src, t->pid, addr + o->bytes_sval, *data, (size_t)n)) {
 		free(*data);
 		*data = NULL;
 		return -1;
@@ -227,7 +227,7 @@ static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *c
 		return ARG_PLAIN;
 	memcpy(&argc, code + o->co_argcount, sizeof(argc));
 	if (argc < 1 ||
-	    proc_read(t->pid, field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
+	    target_read(t->src, t->pid, field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
 	    pysym_read_str(t, name, s, sizeof(s)))
 		return ARG_PLAIN;
 	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
@@ -272,8 +272,8 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
 	int32_t first;
 
-	if (proc_read(t->pid, code_addr, code, sizeof(code)) &&
-	    proc_read(t->pid, code_addr, code, 256))
+	if (target_read(t->src, t->pid, code_addr, code, sizeof(code)) &&
+	    target_read(t->src, t->pid, code_addr, code, 256))
 		return -1;
 	if (name_off >= 248 || o->co_filename >= 248 || o->co_linetable >= 248 ||
 	    o->co_firstlineno >= 248)
@@ -320,7 +320,7 @@ static void validate_batch(struct pysym_cache *c, const struct py_target *t, siz
 		c->remote[i].iov_base = (void *)(uintptr_t)(c->check[i]->code + lo);
 		c->remote[i].iov_len = len;
 	}
-	got = process_vm_readv(t->pid, c->local, n, c->remote, n, 0);
+	got = target_readv(t->src, t->pid, c->local, n, c->remote, n);
 	for (size_t i = 0; i < n; i++) {
 		/* An unreadable code object is gone: drop it too. */
 		if (got < (ssize_t)((i + 1) * len) ||
@@ -423,10 +423,10 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 	if (te->pid == t->pid && te->type == type)
 		return te->name;
 	te->pid = 0;
-	if (proc_read(t->pid, type + t->layout.code.type_name, &name, sizeof(name)) ||
-	    proc_read(t->pid, name, te->name, sizeof(te->name) - 1)) {
+	if (target_read(t->src, t->pid, type + t->layout.code.type_name, &name, sizeof(name)) ||
+	    target_read(t->src, t->pid, name, te->name, sizeof(te->name) - 1)) {
 		/* tp_name may sit near the end of a mapping: read less. */
-		if (!name || proc_read(t->pid, name, te->name, 32))
+		if (!name || target_read(t->src, t->pid, name, te->name, 32))
 			return NULL;
 		te->name[32] = '\0';
 	}
@@ -446,7 +446,7 @@ static const char *qualify(struct pysym_cache *c, const struct py_target *t,
 	if (e->first_arg == ARG_PLAIN || !self)
 		return e->name;
 	if (e->first_arg == ARG_SELF &&
-	    proc_read(t->pid, self + t->layout.code.ob_type, &type, sizeof(type)))
+	    target_read(t->src, t->pid, self + t->layout.code.ob_type, &type, sizeof(type)))
 		return e->name;
 	cls = type_name(c, t, type);
 	if (!cls || !cls[0] || strcmp(cls, "cell") == 0)

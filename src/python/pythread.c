@@ -213,7 +213,7 @@ int pythread_offsets(const struct py_target *t, struct py_object_offsets *obj,
 
 static int rd(const struct ctx *c, uint64_t addr, void *buf, size_t len)
 {
-	return proc_read(c->pid, addr, buf, len);
+	return target_read(c->t->src, c->pid, addr, buf, len);
 }
 
 static int rd_u64(const struct ctx *c, uint64_t addr, uint64_t *v)
@@ -425,7 +425,7 @@ static long find_str(const struct ctx *c, const struct dview *v, const char *s,
 		}
 		if (!m)
 			break;
-		got = process_vm_readv(c->pid, local, m, remote, m, 0);
+		got = target_readv(c->t->src, c->pid, local, m, remote, m);
 		for (size_t k = 0; k < m; k++) {
 			if (got < (ssize_t)((k + 1) * need)) {
 				/* The read stopped at key k (unreadable): go
@@ -1001,7 +1001,7 @@ static void gil_symbols_36(const struct py_target *t, struct pythread_gil *g)
 {
 	struct proc_maps maps;
 
-	if (proc_maps_read(t->pid, &maps))
+	if (proc_maps_read(t->src, t->pid, &maps))
 		return;
 	for (size_t i = 0; i < maps.n; i++) {
 		const struct proc_map *m = &maps.v[i];
@@ -1011,8 +1011,8 @@ static void gil_symbols_36(const struct py_target *t, struct pythread_gil *g)
 
 		if (m->offset || strcmp(m->path, t->module))
 			continue;
-		proc_map_file(t->pid, m, path, sizeof(path));
-		ef = elf_file_open(path);
+		target_map_file(t->src, t->pid, m, path, sizeof(path));
+		ef = target_open_elf(t->src, path);
 		if (!ef)
 			break;
 		if (elf_file_base_vaddr(ef, &base) == 0) {
@@ -1051,8 +1051,8 @@ int pythread_gil_locate(const struct py_target *t, struct pythread_gil *g)
 		} else if (gil.interp_ceval_gil != NO16) {
 			uint64_t interp = 0;
 
-			if (proc_read(t->pid, t->bpf.interp_head_addr, &interp, 8) == 0 && interp &&
-			    proc_read(t->pid, interp + gil.interp_ceval_gil, &base, 8))
+			if (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) == 0 && interp &&
+			    target_read(t->src, t->pid, interp + gil.interp_ceval_gil, &base, 8))
 				base = 0;
 		}
 		if (base && gil.locked != NO16 && gil.last_holder != NO16) {
@@ -1073,8 +1073,8 @@ int pythread_gil_holder(const struct py_target *t, const struct pythread_gil *g,
 		int32_t locked;
 		uint64_t last;
 
-		if (proc_read(t->pid, g->locked_addr, &locked, sizeof(locked)) ||
-		    proc_read(t->pid, g->holder_addr, &last, sizeof(last)))
+		if (target_read(t->src, t->pid, g->locked_addr, &locked, sizeof(locked)) ||
+		    target_read(t->src, t->pid, g->holder_addr, &last, sizeof(last)))
 			return -1;
 		if (locked == 0)
 			return 0;
@@ -1085,7 +1085,7 @@ int pythread_gil_holder(const struct py_target *t, const struct pythread_gil *g,
 		/* 3.6 before the GIL exists (-1): ask current_addr. */
 	}
 	if (g->current_addr) {
-		if (proc_read(t->pid, g->current_addr, holder, sizeof(*holder)))
+		if (target_read(t->src, t->pid, g->current_addr, holder, sizeof(*holder)))
 			return -1;
 		return *holder ? 1 : 0;
 	}
@@ -1101,18 +1101,18 @@ int pythread_tstates(const struct py_target *t, uint64_t *tstates, uint64_t *ide
 	uint64_t interp = 0, ts = 0;
 	size_t n = 0;
 
-	if (proc_read(t->pid, t->bpf.interp_head_addr, &interp, 8) || !interp ||
-	    proc_read(t->pid, interp + w->interp_tstate_head, &ts, 8))
+	if (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) || !interp ||
+	    target_read(t->src, t->pid, interp + w->interp_tstate_head, &ts, 8))
 		return -1;
 	while (ts && n < max && n < MAX_THREADS) {
 		uint64_t id = 0;
 
-		if (proc_read(t->pid, ts + w->ts_thread_id, &id, 8))
+		if (target_read(t->src, t->pid, ts + w->ts_thread_id, &id, 8))
 			return -1;
 		tstates[n] = ts;
 		idents[n] = id;
 		n++;
-		if (proc_read(t->pid, ts + w->ts_next, &ts, 8))
+		if (target_read(t->src, t->pid, ts + w->ts_next, &ts, 8))
 			return -1;
 	}
 	return (int)n;

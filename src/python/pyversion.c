@@ -100,6 +100,7 @@ static int version_from_image(struct elf_file *ef, unsigned hmaj,
 }
 
 struct candidate {
+	const struct target_src *src;
 	const struct proc_map *map;
 	struct elf_file *ef;
 	uint64_t bias;
@@ -114,8 +115,8 @@ static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
 	char path[512];
 	uint64_t base;
 
-	proc_map_file(pid, m, path, sizeof(path));
-	c->ef = elf_file_open(path);
+	target_map_file(c->src, pid, m, path, sizeof(path));
+	c->ef = target_open_elf(c->src, path);
 	if (!c->ef)
 		return -1;
 	if (elf_file_base_vaddr(c->ef, &base))
@@ -171,7 +172,7 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 	uint64_t hex = 0;
 
 	if (c->py_version_vaddr &&
-	    proc_read(pid, c->py_version_vaddr + c->bias, &hex, sizeof(hex)) == 0 &&
+	    target_read(c->src, pid, c->py_version_vaddr + c->bias, &hex, sizeof(hex)) == 0 &&
 	    (hex >> 24) == 3) {
 		t->major = (hex >> 24) & 0xff;
 		t->minor = (hex >> 16) & 0xff;
@@ -195,10 +196,11 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 
 /* Copies the start of _PyRuntime; when the full read fails, a shorter
  * copy (the parser says whether it is long enough). 0 if nothing reads. */
-static size_t read_runtime_head(pid_t pid, uint64_t addr, uint8_t *buf, size_t len)
+static size_t read_runtime_head(const struct target_src *src, pid_t pid, uint64_t addr,
+				uint8_t *buf, size_t len)
 {
 	for (; len >= 64; len /= 2)
-		if (proc_read(pid, addr, buf, len) == 0)
+		if (target_read(src, pid, addr, buf, len) == 0)
 			return len;
 	return 0;
 }
@@ -219,7 +221,7 @@ static int layout_from_runtime(pid_t pid, const struct candidate *c, struct py_t
 			 (int)pid, t->comm, t->major, t->minor, t->module);
 		return -1;
 	}
-	n = read_runtime_head(pid, addr, buf, sizeof(buf));
+	n = read_runtime_head(c->src, pid, addr, buf, sizeof(buf));
 	if (!n) {
 		snprintf(err, errlen, "pid %d (%s): cannot read _PyRuntime at 0x%llx in %s (run as root)",
 			 (int)pid, t->comm, (unsigned long long)addr, t->module);
@@ -273,31 +275,36 @@ static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 		t->bpf.interp_head_addr = c->interp_head_vaddr + c->bias;
 }
 
-static int detect(pid_t pid, struct py_target *t, int passes, char *err, size_t errlen);
+static int detect(const struct target_src *src, pid_t pid, struct py_target *t, int passes,
+		  char *err, size_t errlen);
 
-int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen)
+int pyversion_detect(const struct target_src *src, pid_t pid, struct py_target *t, char *err,
+		     size_t errlen)
 {
-	return detect(pid, t, 2, err, errlen);
+	return detect(src, pid, t, 2, err, errlen);
 }
 
-int pyversion_detect_named(pid_t pid, struct py_target *t, char *err, size_t errlen)
+int pyversion_detect_named(const struct target_src *src, pid_t pid, struct py_target *t,
+			   char *err, size_t errlen)
 {
-	return detect(pid, t, 1, err, errlen);
+	return detect(src, pid, t, 1, err, errlen);
 }
 
-static int detect(pid_t pid, struct py_target *t, int passes, char *err, size_t errlen)
+static int detect(const struct target_src *src, pid_t pid, struct py_target *t, int passes,
+		  char *err, size_t errlen)
 {
 	struct proc_maps maps;
-	struct candidate c = { 0 };
+	struct candidate c = { .src = src };
 	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
+	t->src = src;
 	t->pid = pid;
 	t->start_time = proc_start_time(pid);
-	proc_comm(pid, t->comm, sizeof(t->comm));
-	proc_cmdline(pid, t->cmdline, sizeof(t->cmdline));
-	proc_container_id(pid, t->container_id, sizeof(t->container_id));
-	if (!t->start_time || proc_maps_read(pid, &maps)) {
+	proc_comm(src, pid, t->comm, sizeof(t->comm));
+	proc_cmdline(src, pid, t->cmdline, sizeof(t->cmdline));
+	proc_container_id(src, pid, t->container_id, sizeof(t->container_id));
+	if (!t->start_time || proc_maps_read(src, pid, &maps)) {
 		snprintf(err, errlen, "pid %d: no such process (or /proc/%d/maps unreadable: run as root)",
 			 (int)pid, (int)pid);
 		return -1;

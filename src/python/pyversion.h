@@ -7,8 +7,10 @@
 #include <sys/types.h>
 
 #include "pyoffsets.h"
+#include "target_src.h"
 
 struct py_target {
+	const struct target_src *src;	/* where its memory and files are read */
 	pid_t pid;
 	uint64_t start_time;		/* with pid, identifies the process */
 	unsigned major, minor, micro;
@@ -22,13 +24,16 @@ struct py_target {
 	char container_id[16];		/* "" outside containers */
 };
 
-/* Finds the interpreter in pid's address space. On failure returns -1 with
- * one line in err saying what was found and what to do. */
-int pyversion_detect(pid_t pid, struct py_target *t, char *err, size_t errlen);
+/* Finds the interpreter in pid's address space, read through src (kept in
+ * t->src). On failure returns -1 with one line in err saying what was
+ * found and what to do. */
+int pyversion_detect(const struct target_src *src, pid_t pid, struct py_target *t, char *err,
+		     size_t errlen);
 
 /* The same, but only files named like a Python interpreter are probed:
  * cheap enough to run over every process of a host. */
-int pyversion_detect_named(pid_t pid, struct py_target *t, char *err, size_t errlen);
+int pyversion_detect_named(const struct target_src *src, pid_t pid, struct py_target *t,
+			   char *err, size_t errlen);
 
 /* Parses "3.11.7", "3.12.0rc1+" ... at s. 0 on success. */
 int pyversion_parse(const char *s, unsigned *major, unsigned *minor, unsigned *micro);

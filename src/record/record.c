@@ -1,8 +1,8 @@
 /*
  * Recording and replay of what a session observes; the format is in
- * record.h. Recording wraps the live seams of proc.c and elffile.c and
- * appends what passed through them to a zlib stream; replay loads a
- * recording into memory and serves the same seams from it.
+ * record.h. Recording is a memory source (src/target/target_src.h) that
+ * wraps the live one and appends what passed through it to a zlib stream;
+ * replay loads a recording into memory and is a memory source serving it.
  */
 #define _GNU_SOURCE
 #include "record.h"
@@ -29,22 +29,6 @@
 #define REC_MAX_OBJECTS		65536
 #define REC_EXTENT_GAP		64	/* zero runs shorter than this stay inside an extent */
 #define REC_SCAN_BACK		512	/* replay: ranges looked at for a containing read */
-
-/*
- * The program's process_vm_readv(): proc.c's seam. Every read of target
- * memory - proc_read(), and the batches of pysym.c and pythread.c, which
- * call process_vm_readv() directly - passes the hooks below. A strong
- * definition: it takes precedence over libc's and over a sanitizer's
- * interceptor. A test that fakes target memory with a process_vm_readv()
- * of its own (tests/unit/test_pythread.c) keeps it: this object is then not
- * linked for this symbol.
- */
-ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long nlocal,
-			 const struct iovec *remote, unsigned long nremote,
-			 unsigned long flags)
-{
-	return proc_vm_readv_seam(pid, local, nlocal, remote, nremote, flags);
-}
 
 /* ---- little-endian helpers ---------------------------------------------- */
 
@@ -207,7 +191,7 @@ struct w_path {
 	uint32_t obj;
 };
 
-struct writer {
+struct recorder {
 	int fd;
 	z_stream z;
 	uint8_t out[1 << 16];
@@ -223,9 +207,9 @@ struct writer {
 	struct w_path *paths;
 	size_t npaths, paths_cap;	/* cap: power of two */
 	char name[512];
+	const struct target_src *live;	/* what is read, and recorded */
+	struct target_src src;		/* record_src(): live, teed */
 };
-
-static struct writer *W;
 
 #define W_FAILED	0	/* hash_bytes() never returns 0 (| 1) */
 
@@ -244,65 +228,66 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static void w_deflate(const void *p, size_t n, int flush)
+static void w_deflate(struct recorder *rec, const void *p, size_t n, int flush)
 {
 	const uint8_t *in = p;
 
 	do {
 		size_t chunk = n < (1u << 30) ? n : (1u << 30);
 
-		if (W->err)
+		if (rec->err)
 			return;
-		W->z.next_in = (Bytef *)in;
-		W->z.avail_in = (uInt)chunk;
+		rec->z.next_in = (Bytef *)in;
+		rec->z.avail_in = (uInt)chunk;
 		in += chunk;
 		n -= chunk;
 		do {
 			size_t have;
 			int r;
 
-			W->z.next_out = W->out;
-			W->z.avail_out = sizeof(W->out);
-			r = deflate(&W->z, n ? Z_NO_FLUSH : flush);
+			rec->z.next_out = rec->out;
+			rec->z.avail_out = sizeof(rec->out);
+			r = deflate(&rec->z, n ? Z_NO_FLUSH : flush);
 			if (r == Z_STREAM_ERROR) {
-				W->err = EIO;
+				rec->err = EIO;
 				return;
 			}
-			have = sizeof(W->out) - W->z.avail_out;
-			if (have && write_all(W->fd, W->out, have)) {
-				W->err = errno ? errno : EIO;
+			have = sizeof(rec->out) - rec->z.avail_out;
+			if (have && write_all(rec->fd, rec->out, have)) {
+				rec->err = errno ? errno : EIO;
 				return;
 			}
-		} while (W->z.avail_out == 0);
+		} while (rec->z.avail_out == 0);
 	} while (n);
 }
 
-static void w_head(uint8_t type, size_t len)
+static void w_head(struct recorder *rec, uint8_t type, size_t len)
 {
 	uint8_t h[5] = { type, (uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16),
 			 (uint8_t)(len >> 24) };
 
-	w_deflate(h, sizeof(h), Z_NO_FLUSH);
+	w_deflate(rec, h, sizeof(h), Z_NO_FLUSH);
 }
 
 /* One record: payload a, then b. */
-static void w_record(uint8_t type, const void *a, size_t alen, const void *b, size_t blen)
+static void w_record(struct recorder *rec, uint8_t type, const void *a, size_t alen,
+		     const void *b, size_t blen)
 {
-	if (!W || W->err || alen + blen > REC_MAX_RECORD)
+	if (rec->err || alen + blen > REC_MAX_RECORD)
 		return;
-	w_head(type, alen + blen);
+	w_head(rec, type, alen + blen);
 	if (alen)
-		w_deflate(a, alen, Z_NO_FLUSH);
+		w_deflate(rec, a, alen, Z_NO_FLUSH);
 	if (blen)
-		w_deflate(b, blen, Z_NO_FLUSH);
+		w_deflate(rec, b, blen, Z_NO_FLUSH);
 }
 
-static void w_buf(uint8_t type, struct buf *b)
+static void w_buf(struct recorder *rec, uint8_t type, struct buf *b)
 {
 	if (b->oom)
-		W->err = ENOMEM;
+		rec->err = ENOMEM;
 	else
-		w_record(type, b->p, b->n, NULL, 0);
+		w_record(rec, type, b->p, b->n, NULL, 0);
 	free(b->p);
 }
 
@@ -326,23 +311,23 @@ static struct w_pair *pair_get(struct w_pair **v, size_t *n, size_t *cap, uint32
 	return &(*v)[(*n)++];
 }
 
-static uint32_t w_gen(uint32_t pid)
+static uint32_t w_gen(struct recorder *rec, uint32_t pid)
 {
-	struct w_pair *g = pair_get(&W->gens, &W->ngens, &W->gens_cap, pid, 0);
+	struct w_pair *g = pair_get(&rec->gens, &rec->ngens, &rec->gens_cap, pid, 0);
 
 	return g ? g->gen : 0;
 }
 
 /* Memory: a read is written unless the same range last read the same. */
-static int mem_grow(void)
+static int mem_grow(struct recorder *rec)
 {
-	size_t cap = W->mem_cap ? W->mem_cap * 2 : 4096;
+	size_t cap = rec->mem_cap ? rec->mem_cap * 2 : 4096;
 	struct w_mem *v = calloc(cap, sizeof(*v));
 
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < W->mem_cap; i++) {
-		struct w_mem *e = &W->mem[i];
+	for (size_t i = 0; i < rec->mem_cap; i++) {
+		struct w_mem *e = &rec->mem[i];
 		size_t h;
 
 		if (!e->used)
@@ -352,35 +337,35 @@ static int mem_grow(void)
 			h = (h + 1) & (cap - 1);
 		v[h] = *e;
 	}
-	free(W->mem);
-	W->mem = v;
-	W->mem_cap = cap;
+	free(rec->mem);
+	rec->mem = v;
+	rec->mem_cap = cap;
 	return 0;
 }
 
 /* A read of (pid, addr, len): its bytes, or p NULL when it failed. Written
  * unless the same range's last read ended the same way. */
-static void w_mem(uint32_t pid, uint64_t addr, const uint8_t *p, size_t len)
+static void w_mem(struct recorder *rec, uint32_t pid, uint64_t addr, const uint8_t *p, size_t len)
 {
 	uint8_t hdr[24];
 	struct w_mem *e;
 	uint64_t hb;
 	size_t h;
 
-	if (!len || len > REC_MAX_READ || W->err)
+	if (!len || len > REC_MAX_READ || rec->err)
 		return;
-	if (W->mem_n * 2 >= W->mem_cap && mem_grow()) {
-		W->err = ENOMEM;
+	if (rec->mem_n * 2 >= rec->mem_cap && mem_grow(rec)) {
+		rec->err = ENOMEM;
 		return;
 	}
 	hb = p ? hash_bytes(p, len, 0) : W_FAILED;
-	h = hash_bytes(&addr, 8, pid ^ ((uint64_t)len << 32)) & (W->mem_cap - 1);
-	for (;; h = (h + 1) & (W->mem_cap - 1)) {
-		e = &W->mem[h];
+	h = hash_bytes(&addr, 8, pid ^ ((uint64_t)len << 32)) & (rec->mem_cap - 1);
+	for (;; h = (h + 1) & (rec->mem_cap - 1)) {
+		e = &rec->mem[h];
 		if (!e->used) {
 			*e = (struct w_mem){ .addr = addr, .pid = pid, .len = (uint32_t)len,
 					     .h = ~hb, .used = 1 };
-			W->mem_n++;
+			rec->mem_n++;
 			break;
 		}
 		if (e->addr == addr && e->pid == pid && e->len == len)
@@ -395,17 +380,17 @@ static void w_mem(uint32_t pid, uint64_t addr, const uint8_t *p, size_t len)
 	}
 	for (int i = 0; i < 8; i++) {
 		hdr[4 + i] = (uint8_t)(addr >> (8 * i));
-		hdr[12 + i] = (uint8_t)(W->seq >> (8 * i));
+		hdr[12 + i] = (uint8_t)(rec->seq >> (8 * i));
 	}
 	if (p)
-		w_record(REC_MEM, hdr, 20, p, len);
+		w_record(rec, REC_MEM, hdr, 20, p, len);
 	else
-		w_record(REC_MEMFAIL, hdr, 24, NULL, 0);
+		w_record(rec, REC_MEMFAIL, hdr, 24, NULL, 0);
 }
 
 /* The remote elements the kernel transferred in full (it never splits
  * one), with their bytes gathered from the local vectors. */
-static void w_iov(pid_t pid, const struct iovec *local, unsigned long nl,
+static void w_iov(struct recorder *rec, pid_t pid, const struct iovec *local, unsigned long nl,
 		  const struct iovec *remote, unsigned long nr, size_t got)
 {
 	size_t li = 0, loff = 0, done = 0;
@@ -418,7 +403,7 @@ static void w_iov(pid_t pid, const struct iovec *local, unsigned long nl,
 		if (len > got - done) {
 			/* The kernel stopped here: this element failed. */
 			if (len)
-				w_mem((uint32_t)pid, (uint64_t)(uintptr_t)remote[i].iov_base, NULL, len);
+				w_mem(rec, (uint32_t)pid, (uint64_t)(uintptr_t)remote[i].iov_base, NULL, len);
 			break;
 		}
 		while (li < nl && loff == local[li].iov_len) {
@@ -447,55 +432,59 @@ static void w_iov(pid_t pid, const struct iovec *local, unsigned long nl,
 			}
 			src = tmp;
 		}
-		w_mem((uint32_t)pid, (uint64_t)(uintptr_t)remote[i].iov_base, src, len);
+		w_mem(rec, (uint32_t)pid, (uint64_t)(uintptr_t)remote[i].iov_base, src, len);
 		free(tmp);
 		done += len;
 	}
 }
 
-static ssize_t rec_vm_readv(pid_t pid, const struct iovec *local, unsigned long nl,
-			    const struct iovec *remote, unsigned long nr, unsigned long flags)
+/* ---- the recording memory source: the live one, teed ------------------- */
+
+static ssize_t rec_vm_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nl,
+			    const struct iovec *remote, unsigned long nr)
 {
-	ssize_t got = proc_vm_readv_live(pid, local, nl, remote, nr, flags);
+	struct recorder *rec = ctx;
+	ssize_t got = target_readv(rec->live, pid, local, nl, remote, nr);
 	int e = errno;
 
-	if (W && !W->err && !flags)
-		w_iov(pid, local, nl, remote, nr, got > 0 ? (size_t)got : 0);
+	if (!rec->err)
+		w_iov(rec, pid, local, nl, remote, nr, got > 0 ? (size_t)got : 0);
 	errno = e;
 	return got;
 }
 
 /* The last maps text recorded for (pid, gen): h 0 until there is one. */
-static struct w_pair *maps_slot(uint32_t pid, uint32_t gen)
+static struct w_pair *maps_slot(struct recorder *rec, uint32_t pid, uint32_t gen)
 {
-	for (size_t i = 0; i < W->nmaps; i++)
-		if (W->maps[i].pid == pid && W->maps[i].gen == gen)
-			return &W->maps[i];
-	if (W->nmaps == W->maps_cap) {
-		size_t nc = W->maps_cap ? W->maps_cap * 2 : 16;
-		struct w_pair *nv = realloc(W->maps, nc * sizeof(*nv));
+	for (size_t i = 0; i < rec->nmaps; i++)
+		if (rec->maps[i].pid == pid && rec->maps[i].gen == gen)
+			return &rec->maps[i];
+	if (rec->nmaps == rec->maps_cap) {
+		size_t nc = rec->maps_cap ? rec->maps_cap * 2 : 16;
+		struct w_pair *nv = realloc(rec->maps, nc * sizeof(*nv));
 
 		if (!nv)
 			return NULL;
-		W->maps = nv;
-		W->maps_cap = nc;
+		rec->maps = nv;
+		rec->maps_cap = nc;
 	}
-	W->maps[W->nmaps] = (struct w_pair){ .pid = pid, .gen = gen };
-	return &W->maps[W->nmaps++];
+	rec->maps[rec->nmaps] = (struct w_pair){ .pid = pid, .gen = gen };
+	return &rec->maps[rec->nmaps++];
 }
 
-static char *rec_read_file(const char *path, size_t max, size_t *len)
+static char *rec_read_file(void *ctx, const char *path, size_t max, size_t *len)
 {
-	char *text = proc_read_file_live(path, max, len);
+	struct recorder *rec = ctx;
+	char *text = target_read_file(rec->live, path, max, len);
 	int e = errno;
 	unsigned pid;
 	int n = 0;
 
-	if (text && W && W->in_sample && !W->err &&
+	if (text && rec->in_sample && !rec->err &&
 	    sscanf(path, "/proc/%u/maps%n", &pid, &n) == 1 && path[n] == '\0') {
 		uint64_t h = hash_bytes(text, *len, 1);
-		uint32_t gen = w_gen(pid);
-		struct w_pair *m = maps_slot(pid, gen);
+		uint32_t gen = w_gen(rec, pid);
+		struct w_pair *m = maps_slot(rec, pid, gen);
 		struct buf b = { 0 };
 
 		if (m && m->h != h) {
@@ -503,7 +492,7 @@ static char *rec_read_file(const char *path, size_t max, size_t *len)
 			b_u32(&b, pid);
 			b_u32(&b, gen);
 			b_put(&b, text, *len);
-			w_buf(REC_MAPS, &b);
+			w_buf(rec, REC_MAPS, &b);
 		}
 	}
 	errno = e;
@@ -648,7 +637,7 @@ static uint8_t *elf_reduce(const uint8_t *img, size_t size)
 }
 
 /* FILE record of object id: the non-zero runs of the reduced image. */
-static void w_file(uint32_t id, uint64_t size, const uint8_t *img)
+static void w_file(struct recorder *rec, uint32_t id, uint64_t size, const uint8_t *img)
 {
 	struct buf hdr = { 0 }, ext = { 0 };
 	size_t n = 0, total = 0, i = 0;
@@ -685,13 +674,13 @@ static void w_file(uint32_t id, uint64_t size, const uint8_t *img)
 		free(ext.p);
 		return;
 	}
-	w_head(REC_FILE, hdr.n + total);
-	w_deflate(hdr.p, hdr.n, Z_NO_FLUSH);
+	w_head(rec, REC_FILE, hdr.n + total);
+	w_deflate(rec, hdr.p, hdr.n, Z_NO_FLUSH);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t off = get_u64(ext.p + 12 * k);
 		uint32_t len = get_u32(ext.p + 12 * k + 8);
 
-		w_deflate(img + off, len, Z_NO_FLUSH);
+		w_deflate(rec, img + off, len, Z_NO_FLUSH);
 	}
 	free(hdr.p);
 	free(ext.p);
@@ -699,78 +688,79 @@ static void w_file(uint32_t id, uint64_t size, const uint8_t *img)
 
 /* The object of a file's stat identity, recorded (without content) when
  * first seen. UINT32_MAX if it cannot be recorded. */
-static uint32_t w_object(const struct stat *st)
+static uint32_t w_object(struct recorder *rec, const struct stat *st)
 {
 	int64_t mt = st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec;
 
-	for (size_t i = 0; i < W->nobj; i++) {
-		const struct w_obj *o = &W->obj[i];
+	for (size_t i = 0; i < rec->nobj; i++) {
+		const struct w_obj *o = &rec->obj[i];
 
 		if (o->dev == (uint64_t)st->st_dev && o->ino == (uint64_t)st->st_ino &&
 		    o->size == (uint64_t)st->st_size && o->mtime_ns == mt)
 			return (uint32_t)i;
 	}
-	if (W->nobj >= REC_MAX_OBJECTS)
+	if (rec->nobj >= REC_MAX_OBJECTS)
 		return UINT32_MAX;
-	if (W->nobj == W->obj_cap) {
-		size_t nc = W->obj_cap ? W->obj_cap * 2 : 32;
-		struct w_obj *nv = realloc(W->obj, nc * sizeof(*nv));
+	if (rec->nobj == rec->obj_cap) {
+		size_t nc = rec->obj_cap ? rec->obj_cap * 2 : 32;
+		struct w_obj *nv = realloc(rec->obj, nc * sizeof(*nv));
 
 		if (!nv)
 			return UINT32_MAX;
-		W->obj = nv;
-		W->obj_cap = nc;
+		rec->obj = nv;
+		rec->obj_cap = nc;
 	}
-	W->obj[W->nobj] = (struct w_obj){ .dev = st->st_dev, .ino = st->st_ino,
+	rec->obj[rec->nobj] = (struct w_obj){ .dev = st->st_dev, .ino = st->st_ino,
 					  .size = (uint64_t)st->st_size, .mtime_ns = mt };
-	w_file((uint32_t)W->nobj, (uint64_t)st->st_size, NULL);
-	return (uint32_t)W->nobj++;
+	w_file(rec, (uint32_t)rec->nobj, (uint64_t)st->st_size, NULL);
+	return (uint32_t)rec->nobj++;
 }
 
-static void w_path(const char *path, uint32_t obj)
+static void w_path(struct recorder *rec, const char *path, uint32_t obj)
 {
 	uint64_t h = hash_bytes(path, strlen(path), 2) | 1;
 	struct buf b = { 0 };
 	size_t i;
 
-	if (W->npaths * 2 >= W->paths_cap) {
-		size_t cap = W->paths_cap ? W->paths_cap * 2 : 256;
+	if (rec->npaths * 2 >= rec->paths_cap) {
+		size_t cap = rec->paths_cap ? rec->paths_cap * 2 : 256;
 		struct w_path *v = calloc(cap, sizeof(*v));
 
 		if (!v)
 			return;
-		for (size_t k = 0; k < W->paths_cap; k++) {
-			if (!W->paths[k].h)
+		for (size_t k = 0; k < rec->paths_cap; k++) {
+			if (!rec->paths[k].h)
 				continue;
-			for (i = W->paths[k].h & (cap - 1); v[i].h; i = (i + 1) & (cap - 1))
+			for (i = rec->paths[k].h & (cap - 1); v[i].h; i = (i + 1) & (cap - 1))
 				;
-			v[i] = W->paths[k];
+			v[i] = rec->paths[k];
 		}
-		free(W->paths);
-		W->paths = v;
-		W->paths_cap = cap;
+		free(rec->paths);
+		rec->paths = v;
+		rec->paths_cap = cap;
 	}
-	for (i = h & (W->paths_cap - 1); W->paths[i].h; i = (i + 1) & (W->paths_cap - 1))
-		if (W->paths[i].h == h)
+	for (i = h & (rec->paths_cap - 1); rec->paths[i].h; i = (i + 1) & (rec->paths_cap - 1))
+		if (rec->paths[i].h == h)
 			break;
-	if (W->paths[i].h == h && W->paths[i].obj == obj)
+	if (rec->paths[i].h == h && rec->paths[i].obj == obj)
 		return;
-	if (!W->paths[i].h)
-		W->npaths++;
-	W->paths[i] = (struct w_path){ .h = h, .obj = obj };
+	if (!rec->paths[i].h)
+		rec->npaths++;
+	rec->paths[i] = (struct w_path){ .h = h, .obj = obj };
 	b_u32(&b, obj);
-	b_u64(&b, W->seq);
+	b_u64(&b, rec->seq);
 	b_str(&b, path);
-	w_buf(REC_PATH, &b);
+	w_buf(rec, REC_PATH, &b);
 }
 
-static void rec_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+static void rec_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf, size_t len)
 {
+	struct recorder *rec = ctx;
 	struct stat st;
 	uint32_t obj;
 
-	proc_map_file_live(pid, m, buf, len);
-	if (!W || !W->in_sample || W->err)
+	target_map_file(rec->live, pid, m, buf, len);
+	if (!rec->in_sample || rec->err)
 		return;
 	if (!strstr(buf, "/map_files/")) {
 		char key[128];
@@ -778,99 +768,106 @@ static void rec_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t 
 		/* map_files was refused: replay must take the other path too. */
 		snprintf(key, sizeof(key), "/proc/%d/map_files/%llx-%llx", (int)pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);
-		w_path(key, UINT32_MAX);
+		w_path(rec, key, UINT32_MAX);
 	}
 	if (stat(buf, &st) || !S_ISREG(st.st_mode)) {
-		w_path(buf, UINT32_MAX);	/* replay: not there either */
+		w_path(rec, buf, UINT32_MAX);	/* replay: not there either */
 		return;
 	}
-	obj = w_object(&st);
+	obj = w_object(rec, &st);
 	if (obj != UINT32_MAX)
-		w_path(buf, obj);
+		w_path(rec, buf, obj);
 }
 
-static void rec_opened(const char *path, const uint8_t *image, size_t size)
+static void rec_opened(struct recorder *rec, const char *path, const uint8_t *image, size_t size)
 {
 	struct stat st;
 	uint32_t obj;
 
-	if (!W || !W->in_sample || W->err || stat(path, &st) || !S_ISREG(st.st_mode))
+	if (!rec->in_sample || rec->err || stat(path, &st) || !S_ISREG(st.st_mode))
 		return;
-	obj = w_object(&st);
+	obj = w_object(rec, &st);
 	if (obj == UINT32_MAX)
 		return;
-	if (!W->obj[obj].has_content && size <= REC_MAX_IMAGE) {
+	if (!rec->obj[obj].has_content && size <= REC_MAX_IMAGE) {
 		uint8_t *r = elf_reduce(image, size);
 
 		if (r) {
-			w_file(obj, size, r);
-			W->obj[obj].has_content = 1;
+			w_file(rec, obj, size, r);
+			rec->obj[obj].has_content = 1;
 			free(r);
 		}
 	}
-	w_path(path, obj);
+	w_path(rec, path, obj);
 }
 
-static const struct proc_hooks record_proc_hooks = {
-	.vm_readv = rec_vm_readv,
+static struct elf_file *rec_open_elf(void *ctx, const char *path)
+{
+	struct recorder *rec = ctx;
+	struct elf_file *ef = target_open_elf(rec->live, path);
+
+	if (ef)
+		rec_opened(rec, path, elf_file_data(ef, 0, elf_file_size(ef)), elf_file_size(ef));
+	return ef;
+}
+
+static const struct target_src_ops record_ops = {
+	.readv = rec_vm_readv,
 	.read_file = rec_read_file,
 	.map_file = rec_map_file,
+	.open_elf = rec_open_elf,
 };
 
-static const struct elf_file_hooks record_elf_hooks = {
-	.opened = rec_opened,
-};
+const struct target_src *record_src(struct recorder *rec)
+{
+	return &rec->src;
+}
 
-int record_open(const char *path, char *err, size_t errlen)
+struct recorder *record_open(const char *path, const struct target_src *live, char *err,
+			     size_t errlen)
 {
 	uint8_t hdr[REC_HDR_LEN];
+	struct recorder *rec = calloc(1, sizeof(*rec));
 
-	W = calloc(1, sizeof(*W));
-	if (!W) {
+	if (!rec) {
 		snprintf(err, errlen, "cannot record to %s: out of memory", path);
-		return -1;
+		return NULL;
 	}
-	snprintf(W->name, sizeof(W->name), "%s", path);
-	W->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (W->fd < 0) {
+	rec->live = live;
+	rec->src = (struct target_src){ .ops = &record_ops, .ctx = rec };
+	snprintf(rec->name, sizeof(rec->name), "%s", path);
+	rec->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (rec->fd < 0) {
 		snprintf(err, errlen, "cannot create the recording %s: %s", path, strerror(errno));
 		goto fail;
 	}
 	/* Fastest: the recorder runs in the sampling loop, and a slow reader of
 	 * the ring buffer loses samples. */
-	if (deflateInit(&W->z, Z_BEST_SPEED) != Z_OK) {
+	if (deflateInit(&rec->z, Z_BEST_SPEED) != Z_OK) {
 		snprintf(err, errlen, "cannot record to %s: zlib initialisation failed", path);
-		close(W->fd);
+		close(rec->fd);
 		goto fail;
 	}
 	memcpy(hdr, REC_MAGIC, 8);
 	memset(hdr + 8, 0, 8);
 	hdr[8] = REC_VERSION;
-	if (write_all(W->fd, hdr, sizeof(hdr))) {
+	if (write_all(rec->fd, hdr, sizeof(hdr))) {
 		snprintf(err, errlen, "cannot write the recording %s: %s", path, strerror(errno));
-		deflateEnd(&W->z);
-		close(W->fd);
+		deflateEnd(&rec->z);
+		close(rec->fd);
 		goto fail;
 	}
-	proc_hooks = &record_proc_hooks;
-	elf_file_hooks = &record_elf_hooks;
-	return 0;
+	return rec;
 fail:
-	free(W);
-	W = NULL;
-	return -1;
+	free(rec);
+	return NULL;
 }
 
-int record_active(void)
-{
-	return W != NULL;
-}
-
-void record_meta(const struct rec_meta *m)
+void record_meta(struct recorder *rec, const struct rec_meta *m)
 {
 	struct buf b = { 0 };
 
-	if (!W)
+	if (!rec)
 		return;
 	b_u64(&b, m->sample_period);
 	b_u64(&b, m->frequency);
@@ -881,17 +878,17 @@ void record_meta(const struct rec_meta *m)
 	b_u64(&b, (uint64_t)m->time_nanos);
 	b_str(&b, m->event);
 	b_str(&b, m->cmdline);
-	w_buf(REC_META, &b);
+	w_buf(rec, REC_META, &b);
 }
 
-void record_target(const struct py_target *t)
+void record_target(struct recorder *rec, const struct py_target *t)
 {
 	struct w_pair *g;
 	struct buf b = { 0 };
 
-	if (!W)
+	if (!rec)
 		return;
-	g = pair_get(&W->gens, &W->ngens, &W->gens_cap, (uint32_t)t->pid, 1);
+	g = pair_get(&rec->gens, &rec->ngens, &rec->gens_cap, (uint32_t)t->pid, 1);
 	if (g)
 		g->gen++;
 	b_u32(&b, (uint32_t)t->pid);
@@ -909,41 +906,41 @@ void record_target(const struct py_target *t)
 	b_str(&b, t->comm);
 	b_str(&b, t->cmdline);
 	b_str(&b, t->container_id);
-	w_buf(REC_TARGET, &b);
+	w_buf(rec, REC_TARGET, &b);
 }
 
-void record_forget(const struct py_target *t)
+void record_forget(struct recorder *rec, const struct py_target *t)
 {
 	struct buf b = { 0 };
 
-	if (!W)
+	if (!rec)
 		return;
 	b_u32(&b, (uint32_t)t->pid);
 	b_u64(&b, t->start_time);
-	w_buf(REC_FORGET, &b);
+	w_buf(rec, REC_FORGET, &b);
 }
 
-void record_sample(const void *rec, size_t size)
+void record_sample(struct recorder *rec, const void *data, size_t size)
 {
-	if (!W)
+	if (!rec)
 		return;
-	W->seq++;
-	w_record(REC_SAMPLE, rec, size, NULL, 0);
-	W->in_sample = 1;
+	rec->seq++;
+	w_record(rec, REC_SAMPLE, data, size, NULL, 0);
+	rec->in_sample = 1;
 }
 
-void record_sample_end(void)
+void record_sample_end(struct recorder *rec)
 {
-	if (W)
-		W->in_sample = 0;
+	if (rec)
+		rec->in_sample = 0;
 }
 
-void record_write(const struct rec_write *w)
+void record_write(struct recorder *rec, const struct rec_write *w)
 {
 	struct buf b = { 0 };
 	uint32_t n = w->nstats < REC_MAX_STATS ? w->nstats : REC_MAX_STATS;
 
-	if (!W)
+	if (!rec)
 		return;
 	b_u64(&b, (uint64_t)w->time_nanos);
 	b_u64(&b, (uint64_t)w->duration_nanos);
@@ -953,43 +950,40 @@ void record_write(const struct rec_write *w)
 	b_u32(&b, n);
 	for (uint32_t i = 0; i < n; i++)
 		b_u64(&b, w->stats[i]);
-	w_buf(REC_WRITE, &b);
+	w_buf(rec, REC_WRITE, &b);
 	/* Each profile written is a point a killed run can be read back to. */
-	if (!W->err)
-		w_deflate("", 0, Z_FULL_FLUSH);
+	if (!rec->err)
+		w_deflate(rec, "", 0, Z_FULL_FLUSH);
 }
 
-int record_close(char *err, size_t errlen)
+int record_close(struct recorder *rec, char *err, size_t errlen)
 {
 	uint8_t end[8];
 	int rc = 0;
 
-	if (!W)
+	if (!rec)
 		return 0;
-	proc_hooks = NULL;
-	elf_file_hooks = NULL;
 	for (int i = 0; i < 8; i++)
-		end[i] = (uint8_t)(W->seq >> (8 * i));
-	w_record(REC_END, end, sizeof(end), NULL, 0);
-	if (!W->err)
-		w_deflate("", 0, Z_FINISH);
-	if (!W->err && fsync(W->fd) && errno != EINVAL)
-		W->err = errno;
-	if (close(W->fd) && !W->err)
-		W->err = errno;
-	if (W->err) {
-		snprintf(err, errlen, "cannot write the recording %s: %s", W->name,
-			 strerror(W->err));
+		end[i] = (uint8_t)(rec->seq >> (8 * i));
+	w_record(rec, REC_END, end, sizeof(end), NULL, 0);
+	if (!rec->err)
+		w_deflate(rec, "", 0, Z_FINISH);
+	if (!rec->err && fsync(rec->fd) && errno != EINVAL)
+		rec->err = errno;
+	if (close(rec->fd) && !rec->err)
+		rec->err = errno;
+	if (rec->err) {
+		snprintf(err, errlen, "cannot write the recording %s: %s", rec->name,
+			 strerror(rec->err));
 		rc = -1;
 	}
-	deflateEnd(&W->z);
-	free(W->mem);
-	free(W->gens);
-	free(W->maps);
-	free(W->obj);
-	free(W->paths);
-	free(W);
-	W = NULL;
+	deflateEnd(&rec->z);
+	free(rec->mem);
+	free(rec->gens);
+	free(rec->maps);
+	free(rec->obj);
+	free(rec->paths);
+	free(rec);
 	return rc;
 }
 
@@ -1481,8 +1475,6 @@ int rec_decode_write(const struct rec_event *e, struct rec_write *w)
 
 /* ---- replaying ------------------------------------------------------------ */
 
-static struct recording *R;
-
 /* Of two versions, the one replay serves at seq cur: the newest seen at
  * or before cur, else the oldest. */
 static int better(uint64_t cand, uint64_t best, uint64_t cur)
@@ -1540,27 +1532,24 @@ static const uint8_t *mem_find(struct recording *r, uint32_t pid, uint64_t addr,
 	return best ? best->p + (addr - best->addr) : NULL;
 }
 
-static ssize_t rp_vm_readv(pid_t pid, const struct iovec *local, unsigned long nl,
-			   const struct iovec *remote, unsigned long nr, unsigned long flags)
+static ssize_t rp_vm_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nl,
+			   const struct iovec *remote, unsigned long nr)
 {
+	struct recording *rp = ctx;
 	size_t li = 0, loff = 0, total = 0;
 
-	if (flags) {
-		errno = EINVAL;
-		return -1;
-	}
 	for (unsigned long i = 0; i < nr; i++) {
 		size_t len = remote[i].iov_len, k = 0;
 		const uint8_t *src;
 
 		if (!len)
 			continue;
-		src = mem_find(R, (uint32_t)pid, (uint64_t)(uintptr_t)remote[i].iov_base, len);
+		src = mem_find(rp, (uint32_t)pid, (uint64_t)(uintptr_t)remote[i].iov_base, len);
 		if (!src) {
-			R->reads_missed++;
+			rp->reads_missed++;
 			break;	/* like the kernel: stop at the first unreadable element */
 		}
-		R->reads++;
+		rp->reads++;
 		while (k < len && li < nl) {
 			size_t take = local[li].iov_len - loff;
 
@@ -1593,8 +1582,9 @@ static uint32_t rp_gen(struct recording *r, uint32_t pid)
 	return 0;
 }
 
-static char *rp_read_file(const char *path, size_t max, size_t *len)
+static char *rp_read_file(void *ctx, const char *path, size_t max, size_t *len)
 {
+	struct recording *rp = ctx;
 	const struct rec_maps *m = NULL, *any = NULL;
 	unsigned pid;
 	uint32_t gen;
@@ -1605,14 +1595,14 @@ static char *rp_read_file(const char *path, size_t max, size_t *len)
 		errno = ENOENT;		/* only maps are recorded */
 		return NULL;
 	}
-	gen = rp_gen(R, pid);
+	gen = rp_gen(rp, pid);
 	/* The last snapshot of this process. */
-	for (size_t i = 0; i < R->nmaps; i++) {
-		if (R->maps[i].pid != pid)
+	for (size_t i = 0; i < rp->nmaps; i++) {
+		if (rp->maps[i].pid != pid)
 			continue;
-		any = &R->maps[i];
-		if (R->maps[i].gen == gen)
-			m = &R->maps[i];
+		any = &rp->maps[i];
+		if (rp->maps[i].gen == gen)
+			m = &rp->maps[i];
 	}
 	if (!m)
 		m = any;
@@ -1652,51 +1642,55 @@ static long rp_path_obj(struct recording *r, const char *path)
 	return best->obj;
 }
 
-static void rp_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
+static void rp_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf, size_t len)
 {
+	struct recording *rp = ctx;
 	char key[PATH_MAX + 64];
 	long obj;
 
-	/* The paths proc_map_file_live() tries, in its order. */
+	/* The paths live_map_file() (src/target/live_src.c) tries, in its order. */
 	snprintf(key, sizeof(key), "/proc/%d/map_files/%llx-%llx", (int)pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	obj = rp_path_obj(R, key);
+	obj = rp_path_obj(rp, key);
 	if (obj < 0) {
 		snprintf(key, sizeof(key), "/proc/%d/root%s", (int)pid, m->path);
-		obj = rp_path_obj(R, key);
+		obj = rp_path_obj(rp, key);
 	}
 	/* "map_files" in the name: the unwinder and the symbolizer then trust
 	 * the file as the one mapped, as they trust /proc/PID/map_files. */
 	if (obj >= 0)
-		snprintf(buf, len, "%s/map_files/%ld", R->dir, obj);
+		snprintf(buf, len, "%s/map_files/%ld", rp->dir, obj);
 	else
-		snprintf(buf, len, "%s/map_files/none", R->dir);
+		snprintf(buf, len, "%s/map_files/none", rp->dir);
 }
 
-static const char *rp_open_path(const char *path)
+static struct elf_file *rp_open_elf(void *ctx, const char *path)
 {
-	static char buf[PATH_MAX];
-	size_t dl = strlen(R->dir);
+	struct recording *rp = ctx;
+	char buf[PATH_MAX];
+	size_t dl = strlen(rp->dir);
 	long obj;
 
-	if (strncmp(path, R->dir, dl) == 0 && path[dl] == '/')
-		return path;	/* ours, from rp_map_file() */
-	obj = rp_path_obj(R, path);
+	if (strncmp(path, rp->dir, dl) == 0 && path[dl] == '/')
+		return elf_file_open(path);	/* ours, from rp_map_file() */
+	obj = rp_path_obj(rp, path);
 	if (obj < 0)
 		return NULL;	/* never on this host's files */
-	snprintf(buf, sizeof(buf), "%s/map_files/%ld", R->dir, obj);
-	return buf;
+	snprintf(buf, sizeof(buf), "%s/map_files/%ld", rp->dir, obj);
+	return elf_file_open(buf);
 }
 
-static const struct proc_hooks replay_proc_hooks = {
-	.vm_readv = rp_vm_readv,
+static const struct target_src_ops replay_ops = {
+	.readv = rp_vm_readv,
 	.read_file = rp_read_file,
 	.map_file = rp_map_file,
+	.open_elf = rp_open_elf,
 };
 
-static const struct elf_file_hooks replay_elf_hooks = {
-	.open_path = rp_open_path,
-};
+const struct target_src *rec_replay_src(struct recording *r)
+{
+	return &r->src;
+}
 
 static int write_object(struct recording *r, size_t id, char *err, size_t errlen)
 {
@@ -1758,8 +1752,8 @@ int rec_replay_begin(struct recording *r, char *err, size_t errlen)
 	const char *tmp = getenv("TMPDIR");
 	char path[PATH_MAX];
 
-	if (R) {
-		snprintf(err, errlen, "a replay is already running");
+	if (r->dir[0]) {
+		snprintf(err, errlen, "this recording is already being replayed");
 		return -1;
 	}
 	snprintf(r->dir, sizeof(r->dir), "%s/pyperf-replay.XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
@@ -1783,19 +1777,13 @@ int rec_replay_begin(struct recording *r, char *err, size_t errlen)
 	}
 	r->seq = 0;
 	r->ngens = 0;
-	R = r;
-	proc_hooks = &replay_proc_hooks;
-	elf_file_hooks = &replay_elf_hooks;
+	r->src = (struct target_src){ .ops = &replay_ops, .ctx = r };
 	return 0;
 }
 
 void rec_replay_end(struct recording *r)
 {
-	if (R == r) {
-		proc_hooks = NULL;
-		elf_file_hooks = NULL;
-		R = NULL;
-	}
+	r->src = (struct target_src){ 0 };
 	remove_dir(r);
 }
 

@@ -1,6 +1,6 @@
 /*
  * Recordings (--record FILE) of what a profiling session observed, and the
- * seam that replays them (--replay FILE, src/record/replay.c) through the same
+ * memory source that replays them (--replay FILE, src/record/replay.c) through the same
  * unwinding, symbolization, merge and output code, offline and without
  * BPF or root.
  *
@@ -65,6 +65,7 @@
 #include <sys/types.h>
 
 #include "pyversion.h"
+#include "target_src.h"
 
 #define REC_MAGIC		"PYPFREC1"
 #define REC_VERSION		1
@@ -100,20 +101,27 @@ struct rec_write {
 
 /* ---- recording (--record) --------------------------------------------- */
 
-/* Creates path and installs the recording hooks. -1 with one line in err. */
-int record_open(const char *path, char *err, size_t errlen);
-int record_active(void);
-void record_meta(const struct rec_meta *m);
-void record_target(const struct py_target *t);
-void record_forget(const struct py_target *t);
+struct recorder;
+
+/* Creates path; what is read through record_src() is read from live and
+ * recorded. NULL with one line in err. */
+struct recorder *record_open(const char *path, const struct target_src *live, char *err,
+			     size_t errlen);
+/* The memory source of a recorded session: live's, teed into the recording. */
+const struct target_src *record_src(struct recorder *rec);
+/* Each of these does nothing when rec is NULL (not recording). */
+void record_meta(struct recorder *rec, const struct rec_meta *m);
+void record_target(struct recorder *rec, const struct py_target *t);
+void record_forget(struct recorder *rec, const struct py_target *t);
 /* Around sample_add() of each record: files and maps are recorded only
  * while a sample is being added (that is when the unwinder and the
  * symbolizer read them); memory always. */
-void record_sample(const void *rec, size_t size);
-void record_sample_end(void);
-void record_write(const struct rec_write *w);
-/* Ends the recording; -1 with one line in err if it could not be written. */
-int record_close(char *err, size_t errlen);
+void record_sample(struct recorder *rec, const void *data, size_t size);
+void record_sample_end(struct recorder *rec);
+void record_write(struct recorder *rec, const struct rec_write *w);
+/* Ends the recording and frees rec; -1 with one line in err if it could
+ * not be written. */
+int record_close(struct recorder *rec, char *err, size_t errlen);
 
 /* ---- reading and replaying (--replay) --------------------------------- */
 
@@ -157,6 +165,7 @@ struct recording {
 	struct rec_gen *gens;		/* replay: generation per pid */
 	size_t ngens, gens_cap;
 	uint64_t reads, reads_missed;	/* replay: memory reads served / not */
+	struct target_src src;		/* replay: rec_replay_src() */
 };
 
 /* Reads a recording (a file, or a buffer). A truncated body is read up to
@@ -173,10 +182,13 @@ int rec_decode_target(const struct rec_event *e, struct py_target *t);
 int rec_decode_forget(const struct rec_event *e, uint32_t *pid, uint64_t *start_time);
 int rec_decode_write(const struct rec_event *e, struct rec_write *w);
 
-/* Writes the recorded files under a temporary directory and installs the
- * hooks that serve reads from r. -1 with one line in err. */
+/* Writes the recorded files under a temporary directory and makes
+ * rec_replay_src(r) serve reads from r. -1 with one line in err. */
 int rec_replay_begin(struct recording *r, char *err, size_t errlen);
-/* Removes the hooks and the temporary directory. */
+/* The memory source of the replayed targets, from rec_replay_begin() to
+ * rec_replay_end(). */
+const struct target_src *rec_replay_src(struct recording *r);
+/* Removes the temporary directory. */
 void rec_replay_end(struct recording *r);
 /* Before each SAMPLE: the number of samples replayed before it. */
 void rec_replay_set_seq(struct recording *r, uint64_t seq);

@@ -70,7 +70,7 @@ static int rebuild_layout(struct py_target *t, char *err, size_t errlen)
 		size_t n = 0;
 
 		for (size_t len = sizeof(buf); t->runtime_addr && len >= 64; len /= 2) {
-			if (proc_read(t->pid, t->runtime_addr, buf, len) == 0) {
+			if (target_read(t->src, t->pid, t->runtime_addr, buf, len) == 0) {
 				n = len;
 				break;
 			}
@@ -112,6 +112,7 @@ static int on_target(struct replayer *rp, const struct rec_event *e)
 		free(t);
 		return 0;	/* malformed: counted by nobody, like a refused pid */
 	}
+	t->t.src = rec_replay_src(rp->r);
 	rec_replay_target(rp->r, (uint32_t)t->t.pid);
 	t->ok = rebuild_layout(&t->t, err, sizeof(err)) == 0;
 	rp->st->targets++;

@@ -1,5 +1,6 @@
 /* Symbol lookup in a target's executable or shared libraries. */
 #include "elffile.h"
+#include "target_src.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -22,19 +23,12 @@ struct elf_file {
 	size_t size;
 };
 
-/* Record and replay seam (src/record/record.c): NULL when profiling live. */
-const struct elf_file_hooks *elf_file_hooks;
-
 struct elf_file *elf_file_open(const char *path)
 {
-	const char *asked = path;
 	struct elf_file *ef;
 	struct stat st;
 	void *img;
 
-	if (elf_file_hooks && elf_file_hooks->open_path &&
-	    !(path = elf_file_hooks->open_path(path)))
-		return NULL;	/* replay: not in the recording */
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return NULL;
 	ef = calloc(1, sizeof(*ef));
@@ -53,8 +47,6 @@ struct elf_file *elf_file_open(const char *path)
 	ef->elf = elf_memory((char *)img, ef->size);
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || gelf_getclass(ef->elf) != ELFCLASS64)
 		goto fail;
-	if (elf_file_hooks && elf_file_hooks->opened)	/* record: keep a copy */
-		elf_file_hooks->opened(asked, ef->image, ef->size);
 	return ef;
 fail:
 	elf_file_close(ef);
@@ -507,10 +499,10 @@ int elf_file_symbols(struct elf_file *ef,
 
 /* Opens path as a debug file of the object with build-id want (wlen 0:
  * the object has none, accept any ELF file). */
-static struct elf_file *open_debug_candidate(const char *path, const uint8_t *want,
-					     size_t wlen)
+static struct elf_file *open_debug_candidate(const struct target_src *src, const char *path,
+					     const uint8_t *want, size_t wlen)
 {
-	struct elf_file *dbg = elf_file_open(path);
+	struct elf_file *dbg = target_open_elf(src, path);
 	uint8_t id[64];
 	size_t len;
 
@@ -525,8 +517,8 @@ static struct elf_file *open_debug_candidate(const char *path, const uint8_t *wa
 	return dbg;
 }
 
-static struct elf_file *open_by_build_id(const char *root, const uint8_t *id,
-					 size_t len)
+static struct elf_file *open_by_build_id(const struct target_src *src, const char *root,
+					 const uint8_t *id, size_t len)
 {
 	char path[4096], hex[2 * 64 + 1];
 	int n;
@@ -539,11 +531,11 @@ static struct elf_file *open_by_build_id(const char *root, const uint8_t *id,
 		     root, hex, hex + 2);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return NULL;
-	return open_debug_candidate(path, id, len);
+	return open_debug_candidate(src, path, id, len);
 }
 
-struct elf_file *elf_file_open_debug(struct elf_file *ef, const char *root,
-				     const char *obj_path)
+struct elf_file *elf_file_open_debug(const struct target_src *src, struct elf_file *ef,
+				     const char *root, const char *obj_path)
 {
 	char link[256], dir[4096], path[8192];
 	const char *fmt[] = { "%s%s/%s", "%s%s/.debug/%s", "%s/usr/lib/debug%s/%s" };
@@ -554,7 +546,7 @@ struct elf_file *elf_file_open_debug(struct elf_file *ef, const char *root,
 
 	if (elf_file_build_id(ef, id, sizeof(id), &len))
 		len = 0;
-	dbg = open_by_build_id(root, id, len);
+	dbg = open_by_build_id(src, root, id, len);
 	if (dbg || !obj_path || elf_file_debuglink(ef, link, sizeof(link)))
 		return dbg;
 	slash = strrchr(obj_path, '/');
@@ -569,7 +561,7 @@ struct elf_file *elf_file_open_debug(struct elf_file *ef, const char *root,
 		if (n < 0 || (size_t)n >= sizeof(path) ||
 		    (!len && strcmp(path + strlen(root), obj_path) == 0))
 			continue;
-		dbg = open_debug_candidate(path, id, len);
+		dbg = open_debug_candidate(src, path, id, len);
 		if (dbg)
 			return dbg;
 	}

@@ -6,20 +6,11 @@
 #include <stdint.h>
 
 struct elf_file;
+struct target_src;
 
-/*
- * Record and replay seam (src/record/record.c); NULL when profiling live. With
- * --replay, open_path maps the path asked for to the file that serves it
- * (NULL: not recorded, the open fails); with --record, opened gets every
- * file elf_file_open() opened, as its image.
- */
-struct elf_file_hooks {
-	const char *(*open_path)(const char *path);
-	void (*opened)(const char *path, const uint8_t *image, size_t size);
-};
-extern const struct elf_file_hooks *elf_file_hooks;
-
-/* Opens path read-only. NULL if it is not a readable ELF file. */
+/* Opens path read-only. NULL if it is not a readable ELF file. Readers of
+ * a target open files through its source (target_open_elf()), which calls
+ * this for the live system. */
 struct elf_file *elf_file_open(const char *path);
 void elf_file_close(struct elf_file *ef);
 
@@ -103,14 +94,14 @@ int elf_file_symbols(struct elf_file *ef,
 		     int (*cb)(const struct elf_symbol *sym, void *arg), void *arg);
 
 /*
- * Opens the separate debug file of ef, looking under root (a prefix such
+ * Opens, through src, the separate debug file of ef, looking under root (a prefix such
  * as "/proc/PID/root", or "" for our own root): the build-id path
  * /usr/lib/debug/.build-id/xx/yyyy.debug, then the .gnu_debuglink name in
  * the directory of obj_path (the object's path as the target sees it), in
  * its .debug/ subdirectory and under /usr/lib/debug/<dir>/. A candidate
  * whose build-id differs from ef's is rejected. NULL if none is found.
  */
-struct elf_file *elf_file_open_debug(struct elf_file *ef, const char *root,
-				     const char *obj_path);
+struct elf_file *elf_file_open_debug(const struct target_src *src, struct elf_file *ef,
+				     const char *root, const char *obj_path);
 
 #endif

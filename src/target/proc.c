@@ -1,16 +1,14 @@
-/* /proc parsing and cross-process reads. */
+/* /proc parsing: maps, stat, cmdline, cgroup, comm. */
 #define _GNU_SOURCE
 #include "proc.h"
+#include "target_src.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #define MAPS_MAX_BYTES	(64u << 20)	/* a sane process has far less */
@@ -79,84 +77,7 @@ oom:
 	return -1;
 }
 
-/* ---- record and replay seam (src/record/record.c) ---------------------------
- * Everything pyperf-pprof learns about a target passes through here: its
- * memory (process_vm_readv, which proc_read() and pysym.c's and
- * pythread.c's batches call, is proc_vm_readv_seam() below), its /proc
- * files (maps, comm, cmdline, cgroup; not stat, which only the live
- * bookkeeping of targets reads) and the paths of its mapped files.
- * NULL when profiling live; --record installs hooks that copy what is read
- * into the recording, --replay hooks that serve it from one. */
-const struct proc_hooks *proc_hooks;
-
-/* What process_vm_readv() is in this program: src/record/record.c defines it
- * over libc's, so every read of target memory, batched ones included,
- * passes here. Without hooks it is the system call. */
-ssize_t proc_vm_readv_seam(pid_t pid, const struct iovec *local, unsigned long nlocal,
-			   const struct iovec *remote, unsigned long nremote,
-			   unsigned long flags)
-{
-	if (proc_hooks && proc_hooks->vm_readv)
-		return proc_hooks->vm_readv(pid, local, nlocal, remote, nremote, flags);
-	return proc_vm_readv_live(pid, local, nlocal, remote, nremote, flags);
-}
-
-ssize_t proc_vm_readv_live(pid_t pid, const struct iovec *local, unsigned long nlocal,
-			   const struct iovec *remote, unsigned long nremote,
-			   unsigned long flags)
-{
-	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, flags);
-}
-
-static char *read_small_file(const char *path, size_t max, size_t *len)
-{
-	if (proc_hooks && proc_hooks->read_file)	/* record/replay seam */
-		return proc_hooks->read_file(path, max, len);
-	return proc_read_file_live(path, max, len);
-}
-
-char *proc_read_file_live(const char *path, size_t max, size_t *len)
-{
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || !buf)
-		goto fail;
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb;
-
-			if (cap >= max)
-				break;
-			nb = realloc(buf, cap * 2);
-			if (!nb)
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto fail;
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	*len = n;
-	return buf;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return NULL;
-}
-
-int proc_maps_read(pid_t pid, struct proc_maps *m)
+int proc_maps_read(const struct target_src *src, pid_t pid, struct proc_maps *m)
 {
 	char path[64];
 	size_t len;
@@ -164,7 +85,7 @@ int proc_maps_read(pid_t pid, struct proc_maps *m)
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	text = read_small_file(path, MAPS_MAX_BYTES, &len);
+	text = target_read_file(src, path, MAPS_MAX_BYTES, &len);
 	if (!text)
 		return -1;
 	r = proc_maps_parse(text, len, m);
@@ -197,42 +118,6 @@ const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 			return &m->v[mid];
 	}
 	return NULL;
-}
-
-int proc_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-	ssize_t r;
-
-	if (!len)
-		return 0;
-	if (!addr || addr + len < addr)
-		return -1;
-	r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	return r == (ssize_t)len ? 0 : -1;
-}
-
-void proc_map_file(pid_t pid, const struct proc_map *m, char *buf, size_t len)
-{
-	if (proc_hooks && proc_hooks->map_file)	/* record/replay seam */
-		proc_hooks->map_file(pid, m, buf, len);
-	else
-		proc_map_file_live(pid, m, buf, len);
-}
-
-void proc_map_file_live(pid_t pid, const struct proc_map *m, char *buf, size_t len)
-{
-	snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-		 m->start, m->end);
-	if (access(buf, R_OK) == 0)
-		return;
-	snprintf(buf, len, "/proc/%d/root%s", (int)pid, m->path);
-}
-
-int proc_alive(pid_t pid)
-{
-	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
 int proc_stat(pid_t pid, struct proc_stat *ps)
@@ -277,14 +162,14 @@ uint64_t proc_start_time(pid_t pid)
 	return proc_stat(pid, &ps) ? 0 : ps.start_time;
 }
 
-int proc_cmdline(pid_t pid, char *buf, size_t len)
+int proc_cmdline(const struct target_src *src, pid_t pid, char *buf, size_t len)
 {
 	char path[64];
 	size_t n;
 	char *text;
 
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	text = read_small_file(path, 65536, &n);
+	text = target_read_file(src, path, 65536, &n);
 	if (!text || !len) {
 		free(text);
 		return -1;
@@ -325,7 +210,7 @@ int proc_container_id_parse(const char *text, size_t n, char *buf, size_t len)
 	return -1;
 }
 
-int proc_container_id(pid_t pid, char *buf, size_t len)
+int proc_container_id(const struct target_src *src, pid_t pid, char *buf, size_t len)
 {
 	char path[64];
 	size_t n;
@@ -333,7 +218,7 @@ int proc_container_id(pid_t pid, char *buf, size_t len)
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	text = read_small_file(path, 65536, &n);
+	text = target_read_file(src, path, 65536, &n);
 	if (!text)
 		return -1;
 	r = proc_container_id_parse(text, n, buf, len);
@@ -341,14 +226,14 @@ int proc_container_id(pid_t pid, char *buf, size_t len)
 	return r;
 }
 
-int proc_comm(pid_t pid, char *buf, size_t len)
+int proc_comm(const struct target_src *src, pid_t pid, char *buf, size_t len)
 {
 	char path[64];
 	size_t n;
 	char *text;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	text = read_small_file(path, 4096, &n);
+	text = target_read_file(src, path, 4096, &n);
 	if (!text)
 		return -1;
 	while (n && (text[n - 1] == '\n'))

@@ -78,7 +78,7 @@ static uint64_t find_runtime(pid_t pid, char *module, size_t len)
 	struct proc_maps maps;
 	uint64_t addr = 0;
 
-	if (proc_maps_read(pid, &maps))
+	if (proc_maps_read(target_src_live(), pid, &maps))
 		return 0;
 	for (size_t i = 0; i < maps.n && !addr; i++) {
 		const struct proc_map *m = &maps.v[i];
@@ -88,8 +88,8 @@ static uint64_t find_runtime(pid_t pid, char *module, size_t len)
 
 		if (m->offset || m->path[0] != '/' || !strstr(m->path, "python"))
 			continue;
-		proc_map_file(pid, m, path, sizeof(path));
-		ef = elf_file_open(path);
+		target_map_file(target_src_live(), pid, m, path, sizeof(path));
+		ef = target_open_elf(target_src_live(), path);
 		if (!ef)
 			continue;
 		if (!elf_file_symbol(ef, "_PyRuntime", &sym, NULL) && !elf_file_base_vaddr(ef, &base)) {
@@ -106,7 +106,7 @@ static uint64_t find_runtime(pid_t pid, char *module, size_t len)
 static size_t read_head(pid_t pid, uint64_t addr, uint8_t *buf, size_t len)
 {
 	for (; len >= 64; len /= 2)
-		if (proc_read(pid, addr, buf, len) == 0)
+		if (target_read(target_src_live(), pid, addr, buf, len) == 0)
 			return len;
 	return 0;
 }
@@ -128,7 +128,7 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 	static struct py_target t;
 	char err[512];
 
-	if (pyversion_detect(pid, &t, err, sizeof(err))) {
+	if (pyversion_detect(target_src_live(), pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
 		failed++;
 		return;

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -81,16 +80,40 @@ static uint64_t cpu_ns(void)
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-/* Every read of target memory goes through process_vm_readv (proc_read,
- * pysym, pythread): this definition counts them. */
+/* The target is read through this source: the live one (its ctx), with
+ * the reads of target memory counted. */
 static unsigned long nreads;
 
-ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long liovcnt,
-			 const struct iovec *remote, unsigned long riovcnt, unsigned long flags)
+static ssize_t counting_readv(void *ctx, pid_t pid, const struct iovec *local,
+			      unsigned long nlocal, const struct iovec *remote,
+			      unsigned long nremote)
 {
 	nreads++;
-	return syscall(SYS_process_vm_readv, pid, local, liovcnt, remote, riovcnt, flags);
+	return target_readv(ctx, pid, local, nlocal, remote, nremote);
 }
+
+static char *counting_read_file(void *ctx, const char *path, size_t max, size_t *len)
+{
+	return target_read_file(ctx, path, max, len);
+}
+
+static void counting_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf,
+			      size_t len)
+{
+	target_map_file(ctx, pid, m, buf, len);
+}
+
+static struct elf_file *counting_open_elf(void *ctx, const char *path)
+{
+	return target_open_elf(ctx, path);
+}
+
+static const struct target_src_ops counting_ops = {
+	.readv = counting_readv,
+	.read_file = counting_read_file,
+	.map_file = counting_map_file,
+	.open_elf = counting_open_elf,
+};
 
 /* {"name": "worker-alpha", "ident": 1398..., "native_id": 4242} */
 static int parse_line(const char *line, struct expect *e)
@@ -328,6 +351,8 @@ static int run_gil(const struct py_target *t, const struct expect *ex)
 int main(int argc, char **argv)
 {
 	static struct py_target t;
+	struct target_src counting = { .ops = &counting_ops,
+				       .ctx = (void *)target_src_live() };
 	struct expect ex[NEXPECT];
 	char err[512];
 	long pid;
@@ -343,7 +368,7 @@ int main(int argc, char **argv)
 		printf("FAIL the workload did not print its %d threads in %s\n", NEXPECT, argv[3]);
 		return 1;
 	}
-	if (pyversion_detect((pid_t)pid, &t, err, sizeof(err))) {
+	if (pyversion_detect(&counting, (pid_t)pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
 		return 1;
 	}

@@ -71,9 +71,9 @@ struct facts {
 	char link[256];
 };
 
-static int facts_of(const char *path, struct facts *f)
+static int facts_of(const struct target_src *src, const char *path, struct facts *f)
 {
-	struct elf_file *ef = elf_file_open(path);
+	struct elf_file *ef = target_open_elf(src, path);
 
 	memset(f, 0, sizeof(*f));
 	if (!ef)
@@ -108,7 +108,7 @@ static int find_lib(char *out, size_t len, const char *needle)
 	struct proc_maps m;
 	int found = -1;
 
-	if (proc_maps_read(getpid(), &m))
+	if (proc_maps_read(target_src_live(), getpid(), &m))
 		return -1;
 	for (size_t i = 0; i < m.n && found; i++)
 		if (strstr(m.v[i].path, needle) && m.v[i].path[0] == '/') {
@@ -140,59 +140,66 @@ static void make_recording(const char *path, const char *libc)
 	struct elf_file *ef;
 	char err[256], mp[512];
 	uint64_t a = (uint64_t)(uintptr_t)target_mem;
+	const struct target_src *src;
+	struct recorder *rec;
 
 	snprintf(m.event, sizeof(m.event), "cpu-clock");
 	snprintf(t.module, sizeof(t.module), "/usr/bin/python3.11");
 	snprintf(t.comm, sizeof(t.comm), "test_record");
-	check(record_open(path, err, sizeof(err)) == 0, "record: open");
-	record_meta(&m);
+	rec = record_open(path, target_src_live(), err, sizeof(err));
+	check(rec != NULL, "record: open");
+	if (!rec)
+		return;
+	src = record_src(rec);
+	record_meta(rec, &m);
 	/* Before any sample: memory is recorded (seq 0), files are not. */
 	memset(target_mem, 0x11, sizeof(target_mem));
-	proc_read(getpid(), a, buf, 64);
-	ef = elf_file_open(exe_path);
+	target_read(src, getpid(), a, buf, 64);
+	ef = target_open_elf(src, exe_path);
 	elf_file_close(ef);
-	record_target(&t);
+	record_target(rec, &t);
 
-	record_sample(&h, sizeof(h));		/* seq 1 */
+	record_sample(rec, &h, sizeof(h));		/* seq 1 */
 	memset(target_mem, 0xaa, sizeof(target_mem));
-	proc_read(getpid(), a, buf, 64);
-	proc_read(getpid(), a, buf, 64);	/* unchanged: not written again */
-	record_sample_end();
+	target_read(src, getpid(), a, buf, 64);
+	target_read(src, getpid(), a, buf, 64);	/* unchanged: not written again */
+	record_sample_end(rec);
 
-	record_sample(&h, sizeof(h));		/* seq 2 */
+	record_sample(rec, &h, sizeof(h));		/* seq 2 */
 	memset(target_mem, 0xbb, sizeof(target_mem));
-	proc_read(getpid(), a, buf, 64);
-	check(process_vm_readv(getpid(), local, 2, remote, 2, 0) == 16,
+	target_read(src, getpid(), a, buf, 64);
+	/* Read live, not through the recording's source: not recorded. */
+	target_read(target_src_live(), getpid(), a + 2048, buf, 64);
+	check(target_readv(src, getpid(), local, 2, remote, 2) == 16,
 	      "record: a batch read stops at its unreadable element");
-	if (proc_maps_read(getpid(), &maps) == 0) {
+	if (proc_maps_read(src, getpid(), &maps) == 0) {
 		for (size_t i = 0; i < maps.n; i++)
 			if (maps.v[i].offset == 0 && strstr(maps.v[i].path, "test_record")) {
-				proc_map_file(getpid(), &maps.v[i], mp, sizeof(mp));
+				target_map_file(src, getpid(), &maps.v[i], mp, sizeof(mp));
 				break;
 			}
 		proc_maps_free(&maps);
 	}
-	ef = elf_file_open(exe_path);
+	ef = target_open_elf(src, exe_path);
 	elf_file_close(ef);
 	if (libc[0]) {
-		ef = elf_file_open(libc);
+		ef = target_open_elf(src, libc);
 		elf_file_close(ef);
 	}
-	record_sample_end();
+	record_sample_end(rec);
 
-	record_sample(&h, sizeof(h));		/* seq 3 */
-	proc_read(getpid(), (uint64_t)(uintptr_t)gone, buf, 64);
-	proc_read(getpid(), (uint64_t)(uintptr_t)gone + 64, buf, 64);
+	record_sample(rec, &h, sizeof(h));		/* seq 3 */
+	target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64);
+	target_read(src, getpid(), (uint64_t)(uintptr_t)gone + 64, buf, 64);
 	munmap(gone, 4096);
-	record_sample_end();
+	record_sample_end(rec);
 
-	record_sample(&h, sizeof(h));		/* seq 4 */
-	check(proc_read(getpid(), (uint64_t)(uintptr_t)gone, buf, 64) != 0,
+	record_sample(rec, &h, sizeof(h));		/* seq 4 */
+	check(target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64) != 0,
 	      "record: the page is gone");
-	record_sample_end();
-	record_write(&w);
-	check(record_close(err, sizeof(err)) == 0, "record: close");
-	check(!proc_hooks && !elf_file_hooks, "record: hooks removed at close");
+	record_sample_end(rec);
+	record_write(rec, &w);
+	check(record_close(rec, err, sizeof(err)) == 0, "record: close");
 }
 
 static void test_roundtrip(void)
@@ -208,6 +215,7 @@ static void test_roundtrip(void)
 	struct iovec remote[2] = { { target_mem + 100, 16 }, { target_mem + 4000, 16 } };
 	uint64_t a = (uint64_t)(uintptr_t)target_mem;
 	char mp[512];
+	const struct target_src *live = target_src_live(), *src;
 	int fd = mkstemp(path), ok;
 
 	if (fd < 0) {
@@ -218,10 +226,10 @@ static void test_roundtrip(void)
 	find_lib(libc, sizeof(libc), "libc.so");
 	gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	memset(gone, 0x77, 4096);
-	facts_of(exe_path, &exe_live);
+	facts_of(live, exe_path, &exe_live);
 	if (libc[0])
-		facts_of(libc, &libc_live);
-	proc_maps_read(getpid(), &live_maps);
+		facts_of(live, libc, &libc_live);
+	proc_maps_read(live, getpid(), &live_maps);
 	make_recording(path, libc);
 
 	r = rec_load_file(path, NULL, err, sizeof(err));
@@ -245,65 +253,68 @@ static void test_roundtrip(void)
 	check(r->nmem == 8, "load: 8 memory reads kept (a repeat dropped; 2 failures)");
 
 	check(rec_replay_begin(r, err, sizeof(err)) == 0, "replay: begin");
+	src = rec_replay_src(r);
 	memset(target_mem, 0xcc, sizeof(target_mem));	/* replay must not see this */
 
 	rec_replay_set_seq(r, 0);
 	memset(want, 0x11, 64);
-	check(proc_read(getpid(), a, buf, 64) == 0 && memcmp(buf, want, 64) == 0,
+	check(target_read(src, getpid(), a, buf, 64) == 0 && memcmp(buf, want, 64) == 0,
 	      "replay: seq 0 gets what was read before the samples");
 	rec_replay_set_seq(r, 1);
 	memset(want, 0xaa, 64);
-	check(proc_read(getpid(), a, buf, 64) == 0 && memcmp(buf, want, 64) == 0,
+	check(target_read(src, getpid(), a, buf, 64) == 0 && memcmp(buf, want, 64) == 0,
 	      "replay: seq 1 gets what sample 1 read");
 	rec_replay_set_seq(r, 2);
 	memset(want, 0xbb, 64);
-	check(proc_read(getpid(), a, buf, 64) == 0 && memcmp(buf, want, 64) == 0,
+	check(target_read(src, getpid(), a, buf, 64) == 0 && memcmp(buf, want, 64) == 0,
 	      "replay: seq 2 gets what sample 2 read");
 	rec_replay_set_seq(r, 3);
-	check(proc_read(getpid(), a + 8, buf, 16) == 0 && memcmp(buf, want, 16) == 0,
+	check(target_read(src, getpid(), a + 8, buf, 16) == 0 && memcmp(buf, want, 16) == 0,
 	      "replay: a range inside a recorded read, newest version");
-	check(proc_read(getpid(), a + 60, buf, 16) != 0, "replay: a range past a recorded read fails");
-	check(proc_read(getpid(), a + 6000, buf, 8) != 0, "replay: an unrecorded read fails");
-	check(process_vm_readv(getpid(), local, 2, remote, 2, 0) == 16,
+	check(target_read(src, getpid(), a + 60, buf, 16) != 0, "replay: a range past a recorded read fails");
+	check(target_read(src, getpid(), a + 6000, buf, 8) != 0, "replay: an unrecorded read fails");
+	check(target_read(src, getpid(), a + 2048, buf, 64) != 0,
+	      "replay: a live read made while recording was not recorded");
+	check(target_readv(src, getpid(), local, 2, remote, 2) == 16,
 	      "replay: a batch stops at its first unrecorded element");
 	remote[0].iov_base = target_mem + 3000;
-	check(process_vm_readv(getpid(), local, 2, remote, 2, 0) == -1,
+	check(target_readv(src, getpid(), local, 2, remote, 2) == -1,
 	      "replay: a batch whose first element is unrecorded fails");
 	remote[0].iov_base = target_mem + 100;
 	remote[1].iov_base = (void *)8;
-	check(process_vm_readv(getpid(), local, 2, remote, 2, 0) == 16,
+	check(target_readv(src, getpid(), local, 2, remote, 2) == 16,
 	      "replay: the element that failed live fails");
 	rec_replay_set_seq(r, 3);
 	memset(want, 0x77, 64);
-	check(proc_read(getpid(), (uint64_t)(uintptr_t)gone, buf, 64) == 0 &&
+	check(target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64) == 0 &&
 	      memcmp(buf, want, 64) == 0, "replay: the page read at seq 3");
 	rec_replay_set_seq(r, 4);
-	check(proc_read(getpid(), (uint64_t)(uintptr_t)gone, buf, 64) != 0,
+	check(target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64) != 0,
 	      "replay: the read that failed live at seq 4 fails, not served from seq 3");
 	rec_replay_set_seq(r, 3);
 
-	ok = proc_maps_read(getpid(), &rec_maps) == 0;
+	ok = proc_maps_read(src, getpid(), &rec_maps) == 0;
 	check(ok && rec_maps.n > 0 && live_maps.n > 0 &&
 	      rec_maps.v[0].start == live_maps.v[0].start &&
 	      strcmp(rec_maps.v[0].path, live_maps.v[0].path) == 0, "replay: /proc/PID/maps served");
 	if (ok)
 		proc_maps_free(&rec_maps);
-	check(proc_comm(getpid(), mp, sizeof(mp)) != 0, "replay: other /proc files are not served");
+	check(proc_comm(src, getpid(), mp, sizeof(mp)) != 0, "replay: other /proc files are not served");
 
-	ok = facts_of(exe_path, &exe_rec) == 0;
+	ok = facts_of(src, exe_path, &exe_rec) == 0;
 	check(ok && exe_rec.syms.count > 10 && facts_equal(&exe_live, &exe_rec),
 	      "replay: reduced image of the test binary: same FUNC symbols, build-id, .eh_frame");
 	if (ok)
 		facts_free(&exe_rec);
 	if (libc[0]) {
-		ok = facts_of(libc, &libc_rec) == 0;
+		ok = facts_of(src, libc, &libc_rec) == 0;
 		check(ok && libc_rec.syms.count > 100 && facts_equal(&libc_live, &libc_rec),
 		      "replay: reduced image of libc: same FUNC symbols, build-id, .eh_frame, debuglink");
 		if (ok)
 			facts_free(&libc_rec);
 		facts_free(&libc_live);
 	}
-	check(elf_file_open("/bin/sh") == NULL, "replay: a file not in the recording does not open");
+	check(target_open_elf(src, "/bin/sh") == NULL, "replay: a file not in the recording does not open");
 	if (live_maps.n) {
 		struct proc_map pm = live_maps.v[0];
 
@@ -312,7 +323,7 @@ static void test_roundtrip(void)
 				pm = live_maps.v[i];
 				break;
 			}
-		proc_map_file(getpid(), &pm, mp, sizeof(mp));
+		target_map_file(src, getpid(), &pm, mp, sizeof(mp));
 		check(strncmp(mp, r->dir, strlen(r->dir)) == 0 && strstr(mp, "/map_files/") &&
 		      access(mp, R_OK) == 0, "replay: a mapped file is served from the recording");
 	}
@@ -322,8 +333,7 @@ static void test_roundtrip(void)
 
 		snprintf(dir, sizeof(dir), "%s", r->dir);
 		rec_replay_end(r);
-		check(!proc_hooks && !elf_file_hooks && stat(dir, &st) != 0,
-		      "replay: hooks removed and directory deleted at the end");
+		check(stat(dir, &st) != 0, "replay: directory deleted at the end");
 	}
 	rec_free(r);
 	facts_free(&exe_live);
@@ -435,7 +445,8 @@ static void test_hostile(void)
 	if (r && rec_replay_begin(r, err, sizeof(err)) == 0) {
 		uint8_t x[4];
 
-		check(proc_read(1, UINT64_MAX - 8, x, 4) != 0, "hostile: nothing served");
+		check(target_read(rec_replay_src(r), 1, UINT64_MAX - 8, x, 4) != 0 &&
+		      target_read(rec_replay_src(r), 1, 4096, x, 4) != 0, "hostile: nothing served");
 		rec_replay_end(r);
 	}
 	rec_free(r);

@@ -30,6 +30,7 @@
 #include "elffile.h"
 #include "nsym.h"
 #include "proc.h"
+#include "target_src.h"
 #include "pyperf.h"
 #include "unwind.h"
 #include "unwind_snap.h"
@@ -46,6 +47,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Every target here is read live. */
+#define LIVE target_src_live()
 
 _Static_assert((int)UNWIND_REG_COUNT == (int)PYPERF_NREGS, "register sets differ");
 _Static_assert((int)UNWIND_REG_R11 == (int)PYREG_R11 && (int)UNWIND_REG_RBP == (int)PYREG_BP &&
@@ -215,7 +219,7 @@ static int child_main(int fd, const char *chain)
 	const struct proc_map *m;
 	int here;
 
-	if (s == MAP_FAILED || proc_maps_read(getpid(), &maps))
+	if (s == MAP_FAILED || proc_maps_read(LIVE, getpid(), &maps))
 		_exit(3);
 	m = proc_maps_find(&maps, (uint64_t)(uintptr_t)&here);
 	if (!m)
@@ -317,6 +321,7 @@ static int start_py_target(struct target *t)
 static void snap_input(const struct target *t, struct unwind_input *in)
 {
 	memset(in, 0, sizeof(*in));
+	in->src = LIVE;
 	in->pid = t->pid;
 	memcpy(in->regs, t->s->regs, sizeof(in->regs));
 	in->stack = t->s->stack;
@@ -341,7 +346,7 @@ static int unwind_and_name(struct unwind_ctx *u, struct nsym_ctx *ns,
 		struct nsym_result r;
 		uint64_t pc = i ? st->pcs[i] - 1 : st->pcs[i];
 
-		if (nsym_resolve(ns, in->pid, pc, &r) == NSYM_OK)
+		if (nsym_resolve(ns, LIVE, in->pid, pc, &r) == NSYM_OK)
 			snprintf(st->names[i], sizeof(st->names[i]), "%s", r.name);
 		else
 			snprintf(st->names[i], sizeof(st->names[i]), "[%s+0x%llx]",
@@ -389,7 +394,7 @@ static struct elf_file *libc_debug(int pid, char *path, size_t len)
 	struct elf_file *ef, *dbg = NULL;
 
 	path[0] = '\0';
-	if (proc_maps_read(pid, &maps))
+	if (proc_maps_read(LIVE, pid, &maps))
 		return NULL;
 	for (size_t i = 0; i < maps.n && !path[0]; i++)
 		if (strstr(maps.v[i].path, "/libc.so.6"))
@@ -397,7 +402,7 @@ static struct elf_file *libc_debug(int pid, char *path, size_t len)
 	proc_maps_free(&maps);
 	ef = path[0] ? elf_file_open(path) : NULL;
 	if (ef)
-		dbg = elf_file_open_debug(ef, "", path);
+		dbg = elf_file_open_debug(LIVE, ef, "", path);
 	elf_file_close(ef);
 	return dbg;
 }
@@ -408,7 +413,7 @@ static uint64_t runtime_addr(int pid, const char *path, struct elf_file *ef, uin
 	struct proc_maps maps;
 	uint64_t off, r = 0;
 
-	if (elf_file_vaddr_to_offset(ef, vaddr, &off) || proc_maps_read(pid, &maps))
+	if (elf_file_vaddr_to_offset(ef, vaddr, &off) || proc_maps_read(LIVE, pid, &maps))
 		return 0;
 	for (size_t i = 0; i < maps.n && !r; i++) {
 		const struct proc_map *m = &maps.v[i];
@@ -559,7 +564,7 @@ static void test_jit_frame(const char *self)
 	snap_input(&t, &in);
 	unwind_and_name(u, ns, &in, &st);
 	print_stack("JIT frame", &st);
-	check(st.n > 1 && nsym_resolve(ns, t.pid, st.pcs[0], &r) == NSYM_NO_FILE &&
+	check(st.n > 1 && nsym_resolve(ns, LIVE, t.pid, st.pcs[0], &r) == NSYM_NO_FILE &&
 	      !strcmp(st.names[1], "jit_caller") && has_in_order(&st, tail) &&
 	      st.end == UNWIND_END_OUTERMOST,
 	      "JIT frame: anonymous leaf, then jit_caller ... main via its frame pointer");
@@ -604,7 +609,7 @@ static void test_deleted(const char *self)
 	unwind_and_name(u, ns, &in, &st);
 	check(starts_with(&st, top) && st.end == UNWIND_END_OUTERMOST,
 	      "deleted binary: unwound and named through /proc/PID/map_files");
-	nsym_resolve(ns, t.pid, st.pcs[0], &r);
+	nsym_resolve(ns, LIVE, t.pid, st.pcs[0], &r);
 	check(r.deleted && strcmp(r.path, copy) == 0 && r.build_id[0],
 	      "deleted binary: path %s, deleted flag, build-id %s", r.path, r.build_id);
 out:
@@ -672,7 +677,7 @@ static void check_symbol(struct nsym_ctx *ns, int pid, const char *path, struct 
 	}
 	pc = runtime_addr(pid, path, ef, value + (delta_div ? size / delta_div : 0));
 	elf_file_close(ef);
-	nsym_resolve(ns, pid, pc, &r);
+	nsym_resolve(ns, LIVE, pid, pc, &r);
 	check(pc && r.status == NSYM_OK && strcmp(r.name, want) == 0 &&
 	      r.file_vaddr == value + (delta_div ? size / delta_div : 0) &&
 	      strcmp(r.path, path) == 0,
@@ -699,9 +704,13 @@ static void test_py_symbols(struct target *t)
 	if (elf_file_build_id(ef, id, sizeof(id), &len) == 0)
 		for (size_t i = 0; i < len; i++)
 			snprintf(hex + 2 * i, 3, "%02x", id[i]);
-	nsym_resolve(ns, t->pid, runtime_addr(t->pid, PYTHON, ef, 0x401000), &r);
-	check(strcmp(r.build_id, hex) == 0 && r.map_limit > r.map_start && !r.from_debug_file,
-	      "nsym: build-id %s and mapping of %s", r.build_id, PYTHON);
+	nsym_resolve(ns, LIVE, t->pid, runtime_addr(t->pid, PYTHON, ef, 0x401000), &r);
+	/* Stripped: symbols come from python3.11-dbg's file when installed. */
+	dbg = elf_file_open_debug(LIVE, ef, "", PYTHON);
+	check(strcmp(r.build_id, hex) == 0 && r.map_limit > r.map_start &&
+	      r.from_debug_file == (dbg != NULL), "nsym: build-id %s and mapping of %s%s",
+	      r.build_id, PYTHON, dbg ? " (symbols from its debug file)" : "");
+	elf_file_close(dbg);
 	dbg = libc_debug(t->pid, libc, sizeof(libc));
 	if (dbg) {
 		check_symbol(ns, t->pid, libc, dbg, "strfromd.cold", 0, "strfromd");
@@ -711,8 +720,8 @@ static void test_py_symbols(struct target *t)
 	} else {
 		skip("clone symbols: libc debug file not installed");
 	}
-	check(nsym_resolve(ns, t->pid, 0x10, &r) == NSYM_NO_MAPPING, "nsym: pc 0x10 unmapped");
-	check(nsym_resolve(ns, t->pid, t->s->regs[UNWIND_REG_RSP], &r) == NSYM_NO_FILE &&
+	check(nsym_resolve(ns, LIVE, t->pid, 0x10, &r) == NSYM_NO_MAPPING, "nsym: pc 0x10 unmapped");
+	check(nsym_resolve(ns, LIVE, t->pid, t->s->regs[UNWIND_REG_RSP], &r) == NSYM_NO_FILE &&
 	      strcmp(r.path, "[stack]") == 0, "nsym: a stack address has no file");
 out:
 	elf_file_close(ef);
@@ -730,8 +739,8 @@ static void test_py_budget(struct target *t, const struct stack *want)
 		struct nsym_result a, b;
 		uint64_t pc = want->pcs[i] - !!i;
 
-		nsym_resolve(ns, t->pid, pc, &a);
-		nsym_resolve(big, t->pid, pc, &b);
+		nsym_resolve(ns, LIVE, t->pid, pc, &a);
+		nsym_resolve(big, LIVE, t->pid, pc, &b);
 		same &= a.status == b.status && (!a.name || !strcmp(a.name, b.name));
 		same &= nsym_get_stats(ns)->obj_misses - nsym_get_stats(ns)->obj_evictions <= 1;
 	}
@@ -752,7 +761,7 @@ static void test_refresh(const char *self)
 	void *map;
 	uint64_t reads;
 
-	nsym_resolve(ns, getpid(), (uint64_t)(uintptr_t)chain_a, &r);
+	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)chain_a, &r);
 	usleep(30000);
 	map = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
 	if (map == MAP_FAILED) {
@@ -760,10 +769,10 @@ static void test_refresh(const char *self)
 		goto out;
 	}
 	reads = s->maps_reads;
-	nsym_resolve(ns, getpid(), (uint64_t)(uintptr_t)map + 16, &r);
+	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)map + 16, &r);
 	check(s->maps_reads == reads + 1 && r.status != NSYM_NO_MAPPING && !strcmp(r.path, self),
 	      "nsym: a new mapping is found by re-reading the maps");
-	nsym_resolve(ns, getpid(), 0x10, &r);
+	nsym_resolve(ns, LIVE, getpid(), 0x10, &r);
 	check(s->maps_reads == reads + 1 && r.status == NSYM_NO_MAPPING,
 	      "nsym: an unmapped pc right after does not re-read them");
 	munmap(map, 4096);
@@ -789,7 +798,7 @@ static void bench(struct target *t)
 	unwind_stack(u, &in, st.pcs, MAX_NAMES, &st.n);
 	t1 = now_s();
 	for (size_t i = 0; i < st.n; i++)
-		nsym_resolve(ns, in.pid, st.pcs[i] - !!i, &r);
+		nsym_resolve(ns, LIVE, in.pid, st.pcs[i] - !!i, &r);
 	t2 = now_s();
 	printf("bench cold: first unwind %.0f us (%zu frames), first symbolization %.0f us\n",
 	       (t1 - t0) * 1e6, st.n, (t2 - t1) * 1e6);
@@ -799,7 +808,7 @@ static void bench(struct target *t)
 	t1 = now_s();
 	for (int k = 0; k < rounds * 10; k++)
 		for (size_t i = 0; i < st.n; i++, lookups++)
-			nsym_resolve(ns, in.pid, st.pcs[i] - !!i, &r);
+			nsym_resolve(ns, LIVE, in.pid, st.pcs[i] - !!i, &r);
 	t2 = now_s();
 	printf("bench warm: unwind %.2f us per stack (%zu frames), nsym_resolve %.0f ns per address\n",
 	       (t1 - t0) * 1e6 / rounds, st.n, (t2 - t1) * 1e9 / (double)lookups);
@@ -879,6 +888,8 @@ static void test_bad_input(void)
 	int r;
 
 	check(unwind_stack(u, NULL, pcs, 8, &n) == -1, "unwind: NULL input refused");
+	check(unwind_stack(u, &in, pcs, 8, &n) == -1, "unwind: input without a source refused");
+	in.src = LIVE;
 	in.stack_len = 16;
 	check(unwind_stack(u, &in, pcs, 8, &n) == -1, "unwind: stack_len without stack refused");
 	for (size_t i = 0; i < 512; i++)
