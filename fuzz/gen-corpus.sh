@@ -17,6 +17,8 @@
 #   debugoffsets  a 3.13.0 _PyRuntime head (dump_runtime --raw) and
 #                 synthetic 3.14 and 3.15 tables
 #   merge         a few native/Python frame mixes
+#   debug_frame   .debug_frame sections of the elf seeds' program built
+#                 without .eh_frame by gcc and clang (CIE versions 1 and 4)
 #   profile       a few operation programs (types, functions, samples)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +29,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Only the directories made here: other targets keep their own seeds.
-for t in elf maps linetable debugoffsets merge profile; do
+for t in elf maps linetable debugoffsets merge profile debug_frame; do
 	rm -rf "${c:?}/$t"
 	mkdir -p "$c/$t"
 done
@@ -54,6 +56,17 @@ for f in "$c"/elf/*; do
 	size=$(wc -c <"$f")
 	[ "$size" -le 16384 ] || { echo "gen-corpus: $f is $size bytes" >&2; exit 1; }
 done
+
+# ---- debug_frame --------------------------------------------------------
+# The elf seeds' program without .eh_frame: gcc writes version 1 CIEs,
+# clang -gdwarf-5 version 4 ones (address and segment sizes).
+gcc $small -g -static -Wl,--build-id "$tmp/t.c" -o "$tmp/df-gcc"
+objcopy --dump-section .debug_frame="$c/debug_frame/gcc" "$tmp/df-gcc"
+if command -v clang >/dev/null 2>&1; then
+	clang $small -fno-unwind-tables -g -gdwarf-5 -static -fuse-ld=bfd -Wl,--build-id \
+		"$tmp/t.c" -o "$tmp/df-clang"
+	objcopy --dump-section .debug_frame="$c/debug_frame/clang-dwarf5" "$tmp/df-clang"
+fi
 
 # ---- maps ---------------------------------------------------------------
 python3 -c 'import sys; sys.stdout.write(open("/proc/self/maps").read())' >"$c/maps/python3"

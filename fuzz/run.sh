@@ -24,7 +24,7 @@ secs=${1:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 cc=${CC_FUZZ:-clang}
-targets=${FUZZ_TARGETS:-"elf maps linetable debugoffsets merge profile replay"}
+targets=${FUZZ_TARGETS:-"elf maps linetable debugoffsets merge profile replay debug_frame"}
 parallel=${FUZZ_PARALLEL:-1}
 artifacts=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}
 builddir=${BUILDDIR:-$top}
@@ -69,9 +69,10 @@ sources() {
 	linetable) echo "src/python/linetable.c" ;;
 	debugoffsets) echo "src/python/pydebugoffsets.c" ;;
 	merge) echo "src/pipeline/merge.c" ;;
+	debug_frame) echo "src/native/debug_frame.c" ;;
 	profile) echo "src/pipeline/profile.c src/output/pprof_write.c src/output/collapsed.c" ;;
 	replay) echo "src/record/record.c src/record/replay.c src/target/proc.c src/target/elffile.c src/target/live_src.c src/pipeline/sample.c src/pipeline/merge.c
-		src/native/unwind.c src/native/nsym.c src/python/pysym.c src/python/pythread.c src/python/linetable.c
+		src/native/objcache.c src/native/debug_frame.c src/native/unwind.c src/native/nsym.c src/python/pysym.c src/python/pythread.c src/python/linetable.c
 		src/python/pyoffsets_table.c src/python/pydebugoffsets.c src/pipeline/profile.c src/output/pprof_write.c
 		src/output/collapsed.c src/output/output.c" ;;
 	*) return 1 ;;
@@ -89,7 +90,7 @@ libs() {
 # Longest input tried: files for elf and maps, small for the rest.
 maxlen() {
 	case $1 in
-	elf|maps|replay) echo 65536 ;;
+	elf|maps|replay|debug_frame) echo 65536 ;;
 	debugoffsets|profile) echo 8192 ;;
 	*) echo 4096 ;;
 	esac

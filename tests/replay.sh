@@ -7,7 +7,8 @@
 #   NAME.collapsed  `--replay NAME.rec --format collapsed`, exactly;
 #   NAME.raw        `go tool pprof -raw` of the replayed profile, exactly
 #                   (when go is installed);
-# and that two replays write the same bytes. Then checks that replay needs
+# and that two replays write the same bytes, and that each native object
+# is opened once (-v). Then checks that replay needs
 # no privileges (as nobody, when run as root) and that damaged recordings
 # are refused or read in part, never crash the program.
 # Needs no root, no BPF and no Python: it never skips for lack of them.
@@ -65,6 +66,21 @@ for rec in "$rdir"/*.rec; do
 done
 [ $n -gt 0 ] || { echo "FAIL: no recordings in $rdir"; exit 1; }
 [ $have_go = 1 ] || echo "note: go not installed: go tool pprof -raw not compared"
+
+# The native layer opens each ELF object and debug file once per run,
+# however many of the unwinder and the symbolizer use it: -v counts the
+# opens and the distinct objects among them.
+nrec=$rdir/native-py311-debian.rec
+if [ -f "$nrec" ]; then
+	line=$("$PYPERF" --replay "$nrec" -v -o "$work/native.pb.gz" 2>&1 | grep 'native objects:')
+	opened=$(echo "$line" | sed -n 's/.*native objects: \([0-9]*\) opened.*/\1/p')
+	distinct=$(echo "$line" | sed -n 's/.*(\([0-9]*\) distinct.*/\1/p')
+	if [ -n "$opened" ] && [ "$opened" -gt 0 ] && [ "$opened" = "$distinct" ]; then
+		echo "PASS native objects: $opened opened, $distinct distinct: each opened once"
+	else
+		fail "native objects: each should be opened once: ${line:-no -v line}"
+	fi
+fi
 
 first=$(ls "$rdir"/*.rec | head -1)
 name=$(basename "$first" .rec)

@@ -141,10 +141,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	record_forget(s->rec, t);	/* --record: replay drops its caches here too */
 	pysym_forget_pid(s->sink.syms, t->pid);
 	pythread_forget_pid(s->sink.threads, t->pid);
-	if (s->sink.unw)
-		unwind_forget_pid(s->sink.unw, t->pid);
-	if (s->sink.nsym)
-		nsym_forget_pid(s->sink.nsym, t->pid);
+	if (s->sink.objs)
+		objcache_forget_pid(s->sink.objs, t->pid);
 }
 
 static int find_targets(struct session *s)
@@ -566,8 +564,9 @@ static int setup_profile(struct session *s)
 		return -1;
 	if (!s->cfg->stack_bytes)
 		return 0;
-	s->sink.unw = unwind_ctx_new(NULL);
-	s->sink.nsym = nsym_ctx_new(NULL);
+	s->sink.objs = objcache_new(NULL);
+	s->sink.unw = unwind_ctx_new(s->sink.objs, NULL);
+	s->sink.nsym = nsym_ctx_new(s->sink.objs);
 	return s->sink.unw && s->sink.nsym ? 0 : -1;
 }
 
@@ -575,23 +574,21 @@ static void print_native_stats(const struct session *s)
 {
 	const struct unwind_stats *u = unwind_get_stats(s->sink.unw);
 	const struct nsym_stats *y = nsym_get_stats(s->sink.nsym);
+	char objs[512];
 
 	fprintf(stderr, "pyperf-pprof: unwind: stacks=%" PRIu64 " frames=%" PRIu64 " (dwarf %" PRIu64
 		", fp %" PRIu64 ") ends: outermost=%" PRIu64 " max=%" PRIu64 " no_info=%" PRIu64
 		" bad_frame=%" PRIu64 " read=%" PRIu64 "\n", u->stacks, u->frames, u->frames_dwarf,
 		u->frames_fp, u->end_outermost, u->end_max, u->end_no_info, u->end_bad_frame,
 		u->end_read);
-	fprintf(stderr, "pyperf-pprof: unwind cache: objects hits=%" PRIu64 " misses=%" PRIu64
-		" evictions=%" PRIu64 " failures=%" PRIu64 "; processes hits=%" PRIu64 " misses=%"
-		PRIu64 "; maps reads=%" PRIu64 "; words from stack=%" PRIu64 " file=%" PRIu64
-		" target=%" PRIu64 " failed=%" PRIu64 "\n", u->obj_hits, u->obj_misses,
-		u->obj_evictions, u->obj_failures, u->proc_hits, u->proc_misses, u->maps_reads,
-		u->mem_stack, u->mem_file, u->mem_target, u->mem_failed);
-	fprintf(stderr, "pyperf-pprof: symbol cache: lookups=%" PRIu64 " found=%" PRIu64
-		" objects hits=%" PRIu64 " misses=%" PRIu64 " evictions=%" PRIu64 " failures=%" PRIu64
-		" debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
-		y->found, y->obj_hits, y->obj_misses, y->obj_evictions, y->obj_failures,
-		y->debug_files, y->symbols, y->bytes);
+	fprintf(stderr, "pyperf-pprof: unwind memory: words from stack=%" PRIu64 " file=%" PRIu64
+		" target=%" PRIu64 " failed=%" PRIu64 "; .debug_frame tables=%" PRIu64 "\n",
+		u->mem_stack, u->mem_file, u->mem_target, u->mem_failed, u->debug_frame_tables);
+	fprintf(stderr, "pyperf-pprof: symbols: lookups=%" PRIu64 " found=%" PRIu64
+		" from debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
+		y->found, y->debug_files, y->symbols, y->bytes);
+	objcache_describe(s->sink.objs, objs, sizeof(objs));
+	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
 
 static void print_summary(struct session *s)
@@ -742,6 +739,7 @@ static void cleanup(struct session *s)
 	pythread_cache_free(s->sink.threads);
 	unwind_ctx_free(s->sink.unw);
 	nsym_ctx_free(s->sink.nsym);
+	objcache_free(s->sink.objs);
 	profile_free(s->sink.prof);
 	targets_free(&s->ts);
 }

@@ -9,6 +9,7 @@
 #include "nsym.h"
 
 #include "elffile.h"
+#include "objcache.h"
 #include "proc.h"
 #include "target_src.h"
 
@@ -17,21 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
-#define NS_DEF_OBJECTS		256
-#define NS_DEF_BYTES		(256u << 20)
-#define NS_DEF_PROCS		64
-#define NS_MAX_LOADS		16
-#define NS_MAX_PHDRS		64
 #define NS_MAX_SYMS		(8u << 20)	/* per object, bounds hostile files */
 #define NS_NAME_MAX		4096		/* longer names are cut */
 #define NS_SIZE0_SPAN		4096	/* reach of a symbol without a size */
 #define NS_NEST_SCAN		8	/* earlier symbols tried for nesting */
-#define NS_REFRESH_NS		(20ull * 1000 * 1000)
-#define NS_VDSO_MAX		(1u << 20)
-#define NS_NO_OBJ		UINT64_MAX
 
 struct ns_sym {
 	uint64_t start;			/* link-time address */
@@ -39,42 +30,17 @@ struct ns_sym {
 	uint32_t name;			/* offset into names */
 };
 
-struct ns_obj {
-	uint64_t serial;		/* 0: free slot */
-	uint64_t tick;
-	uint64_t dev, ino, size;	/* stat identity; 0 for the vDSO */
-	int64_t mtime_ns;
-	uint8_t build_id[NSYM_BUILD_ID_MAX];
-	size_t build_id_len;
-	char build_id_hex[2 * NSYM_BUILD_ID_MAX + 1];
-	struct elf_segment load[NS_MAX_LOADS];
-	size_t nload;
+/* The symbol table hung off an object entry (objcache.h). */
+struct ns_table {
 	struct ns_sym *syms;
 	size_t nsyms;
 	char *names;
-	size_t bytes;			/* what this entry holds, for the budget */
+	size_t bytes;			/* what it holds, for the byte budget */
 	int from_debug;
 };
 
-struct ns_memo {
-	uint64_t serial;		/* 0: not resolved; NS_NO_OBJ */
-	uint32_t slot;
-};
-
-struct ns_proc {
-	int pid;			/* 0: free slot */
-	const struct target_src *src;
-	uint64_t tick;
-	struct proc_maps maps;
-	struct ns_memo *memo;
-	uint64_t read_ns;
-};
-
 struct nsym_ctx {
-	struct nsym_opts opt;
-	struct ns_obj *obj;
-	struct ns_proc *proc;
-	uint64_t tick, serial;
+	struct objcache *oc;
 	struct nsym_stats st;
 	char path[PATH_MAX];		/* nsym_result.path */
 };
@@ -93,14 +59,6 @@ struct ns_collect {
 	size_t names_len, names_cap;
 	int oom;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- clone suffixes --------------------------------------------------- */
 
@@ -149,76 +107,6 @@ size_t nsym_base_len(const char *name, size_t len)
 			return len;
 		len = d2;
 	}
-}
-
-/* ---- per-process maps ------------------------------------------------- */
-
-static void proc_clear(struct ns_proc *p)
-{
-	proc_maps_free(&p->maps);
-	free(p->memo);
-	memset(p, 0, sizeof(*p));
-}
-
-static int proc_load_maps(struct nsym_ctx *c, struct ns_proc *p)
-{
-	struct proc_maps m;
-	struct ns_memo *memo;
-
-	c->st.maps_reads++;
-	p->read_ns = now_ns();
-	if (proc_maps_read(p->src, p->pid, &m))
-		return -1;
-	memo = calloc(m.n ? m.n : 1, sizeof(*memo));
-	if (!memo) {
-		proc_maps_free(&m);
-		return -1;
-	}
-	proc_maps_free(&p->maps);
-	free(p->memo);
-	p->maps = m;
-	p->memo = memo;
-	return 0;
-}
-
-static struct ns_proc *proc_get(struct nsym_ctx *c, const struct target_src *src, int pid)
-{
-	struct ns_proc *p, *victim = &c->proc[0];
-
-	for (size_t i = 0; i < c->opt.max_procs; i++) {
-		p = &c->proc[i];
-		if (p->pid == pid) {
-			c->st.proc_hits++;
-			p->tick = ++c->tick;
-			return p;
-		}
-		if (victim->pid && (!p->pid || p->tick < victim->tick))
-			victim = p;
-	}
-	c->st.proc_misses++;
-	if (victim->pid) {
-		c->st.proc_evictions++;
-		proc_clear(victim);
-	}
-	victim->pid = pid;
-	victim->src = src;
-	victim->tick = ++c->tick;
-	if (proc_load_maps(c, victim)) {
-		proc_clear(victim);
-		return NULL;
-	}
-	return victim;
-}
-
-/* A miss re-reads the maps (a library loaded since), at most once per
- * NS_REFRESH_NS per process so garbage pcs cannot make every lookup do it. */
-static long map_index(struct nsym_ctx *c, struct ns_proc *p, uint64_t pc)
-{
-	const struct proc_map *m = proc_maps_find(&p->maps, pc);
-
-	if (!m && now_ns() - p->read_ns >= NS_REFRESH_NS && proc_load_maps(c, p) == 0)
-		m = proc_maps_find(&p->maps, pc);
-	return m ? m - p->maps.v : -1;
 }
 
 /* ---- symbol tables ---------------------------------------------------- */
@@ -290,7 +178,7 @@ static int cmp_tmp(const void *a, const void *b)
 
 /* One entry per address (the best-ranked alias, the largest size), names
  * compacted into a new pool. */
-static int fold_symbols(struct ns_obj *o, struct ns_collect *k)
+static int fold_symbols(struct ns_table *o, struct ns_collect *k)
 {
 	size_t pool = 0, n = 0;
 
@@ -330,7 +218,7 @@ static int fold_symbols(struct ns_obj *o, struct ns_collect *k)
 	return 0;
 }
 
-static const struct ns_sym *sym_find(const struct ns_obj *o, uint64_t vaddr)
+static const struct ns_sym *sym_find(const struct ns_table *o, uint64_t vaddr)
 {
 	size_t lo = 0, hi = o->nsyms;
 
@@ -353,230 +241,63 @@ static const struct ns_sym *sym_find(const struct ns_obj *o, uint64_t vaddr)
 	return NULL;
 }
 
-/* ---- object files ----------------------------------------------------- */
+/* ---- symbol tables of objects ------------------------------------------ */
 
-static void obj_clear(struct nsym_ctx *c, struct ns_obj *o)
+static void table_free(void *ctx, void *v)
 {
-	c->st.bytes -= o->bytes;
-	c->st.symbols -= o->nsyms;
-	free(o->syms);
-	free(o->names);
-	memset(o, 0, sizeof(*o));
+	struct nsym_ctx *c = ctx;
+	struct ns_table *t = v;
+
+	c->st.bytes -= t->bytes;
+	c->st.symbols -= t->nsyms;
+	free(t->syms);
+	free(t->names);
+	free(t);
 }
 
-static struct ns_obj *obj_lru(struct nsym_ctx *c, const struct ns_obj *keep)
+/* Symbols of o's file, and of its debug file when the file is stripped;
+ * made on first use and counted against the cache's byte budget. */
+static struct ns_table *table_of(struct nsym_ctx *c, struct oc_obj *o, const struct oc_proc *p,
+				 const struct proc_map *m)
 {
-	struct ns_obj *victim = NULL;
-
-	for (size_t i = 0; i < c->opt.max_objects; i++) {
-		struct ns_obj *o = &c->obj[i];
-
-		if (o->serial && o != keep && (!victim || o->tick < victim->tick))
-			victim = o;
-	}
-	return victim;
-}
-
-static struct ns_obj *obj_slot(struct nsym_ctx *c)
-{
-	struct ns_obj *victim;
-
-	for (size_t i = 0; i < c->opt.max_objects; i++)
-		if (!c->obj[i].serial)
-			return &c->obj[i];
-	victim = obj_lru(c, NULL);
-	c->st.obj_evictions++;
-	obj_clear(c, victim);
-	return victim;
-}
-
-/* Keeps the cached tables under max_bytes, oldest first, sparing keep. */
-static void obj_trim(struct nsym_ctx *c, const struct ns_obj *keep)
-{
-	struct ns_obj *victim;
-
-	while (c->st.bytes > c->opt.max_bytes && (victim = obj_lru(c, keep))) {
-		c->st.obj_evictions++;
-		obj_clear(c, victim);
-	}
-}
-
-static struct ns_obj *obj_find(struct nsym_ctx *c, const struct stat *st,
-			       const uint8_t *id, size_t idlen)
-{
-	for (size_t i = 0; i < c->opt.max_objects; i++) {
-		struct ns_obj *o = &c->obj[i];
-
-		if (!o->serial)
-			continue;
-		if (st && o->ino == st->st_ino && o->dev == st->st_dev &&
-		    o->size == (uint64_t)st->st_size &&
-		    o->mtime_ns == st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec)
-			return o;
-		if (idlen && o->build_id_len == idlen && memcmp(o->build_id, id, idlen) == 0)
-			return o;
-	}
-	return NULL;
-}
-
-static struct ns_obj *obj_hit(struct nsym_ctx *c, struct ns_obj *o)
-{
-	c->st.obj_hits++;
-	o->tick = ++c->tick;
-	return o;
-}
-
-/* Symbols of ef, and of its debug file when ef is stripped. */
-static int obj_load_symbols(struct nsym_ctx *c, struct ns_obj *o, struct elf_file *ef,
-			    const struct target_src *src, int pid, const char *path)
-{
+	struct ns_table *t = o->user[OC_SYMS];
 	struct ns_collect k = { 0 };
 	struct elf_file *dbg = NULL;
-	char root[64];
-	int r;
 
-	elf_file_symbols(ef, collect_cb, &k);
-	if (path[0] == '/' && !elf_file_has_symtab(ef)) {
-		snprintf(root, sizeof(root), "/proc/%d/root", pid);
-		dbg = elf_file_open_debug(src, ef, root, path);
-		if (!dbg)
-			dbg = elf_file_open_debug(src, ef, "", path);
-	}
+	if (t)
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	elf_file_symbols(o->ef, collect_cb, &k);
+	if (!elf_file_has_symtab(o->ef))
+		dbg = objcache_debug_file(c->oc, o, p, m);
 	if (dbg && !k.oom) {
 		elf_file_symbols(dbg, collect_cb, &k);
-		o->from_debug = 1;
+		t->from_debug = 1;
 		c->st.debug_files++;
 	}
-	elf_file_close(dbg);
-	r = k.oom ? -1 : fold_symbols(o, &k);
+	/* The symbols are copied: their pages need not stay resident. */
+	elf_file_release_pages(o->ef);
+	elf_file_release_pages(dbg);
+	if (k.oom || fold_symbols(t, &k)) {
+		free(t->syms);
+		free(t->names);
+		free(t);
+		t = NULL;
+	}
 	free(k.v);
 	free(k.names);
-	return r;
-}
-
-static int obj_init(struct nsym_ctx *c, struct ns_obj *o, struct elf_file *ef,
-		    const struct target_src *src, int pid, const char *path)
-{
-	struct elf_segment seg[NS_MAX_PHDRS];
-	size_t n = elf_file_segments(ef, seg, NS_MAX_PHDRS);
-
-	for (size_t i = 0; i < n; i++)
-		if (seg[i].type == PT_LOAD && o->nload < NS_MAX_LOADS)
-			o->load[o->nload++] = seg[i];
-	if (!o->nload)
-		return -1;
-	for (size_t i = 0; i < o->build_id_len; i++)
-		snprintf(o->build_id_hex + 2 * i, 3, "%02x", o->build_id[i]);
-	return obj_load_symbols(c, o, ef, src, pid, path);
-}
-
-static struct elf_file *open_vdso(const struct target_src *src, int pid,
-				  const struct proc_map *m)
-{
-	size_t len = m->end - m->start;
-	struct elf_file *ef = NULL;
-	void *buf;
-
-	if (len > NS_VDSO_MAX)
+	if (!t)
 		return NULL;
-	buf = malloc(len);
-	if (buf && target_read(src, pid, m->start, buf, len) == 0)
-		ef = elf_file_open_mem(buf, len);
-	free(buf);
-	return ef;
+	c->st.bytes += t->bytes;
+	c->st.symbols += t->nsyms;
+	o->user[OC_SYMS] = t;
+	objcache_account(c->oc, o, OC_SYMS, t->bytes);
+	return t;
 }
 
-/* Opens the file behind m as the target sees it. Through /proc/PID/root a
- * name may now be another file than the one mapped: refused when the
- * inode differs. map_files always opens the mapped file. */
-static struct elf_file *open_mapped(const struct target_src *src, int pid,
-				    const struct proc_map *m, struct stat *st,
-				    struct nsym_ctx *c, struct ns_obj **hit)
-{
-	char path[PATH_MAX + 64];
-
-	if (strcmp(m->path, "[vdso]") == 0)
-		return open_vdso(src, pid, m);
-	target_map_file(src, pid, m, path, sizeof(path));
-	if (stat(path, st) || !S_ISREG(st->st_mode) ||
-	    (!strstr(path, "/map_files/") && st->st_ino != m->inode))
-		return NULL;
-	*hit = obj_find(c, st, NULL, 0);
-	return *hit ? NULL : target_open_elf(src, path);
-}
-
-/* Finds or loads the symbols of the object behind m: keyed by the file's
- * stat identity, then by build-id (the same file in another namespace). */
-static struct ns_obj *obj_resolve(struct nsym_ctx *c, const struct target_src *src, int pid,
-				  const struct proc_map *m,
-				  const char *path)
-{
-	struct stat st = { 0 };
-	struct ns_obj *o = NULL;
-	uint8_t id[NSYM_BUILD_ID_MAX];
-	struct elf_file *ef = open_mapped(src, pid, m, &st, c, &o);
-	size_t idlen = 0;
-
-	if (o)
-		return obj_hit(c, o);
-	if (!ef)
-		goto fail;
-	if (elf_file_build_id(ef, id, sizeof(id), &idlen))
-		idlen = 0;
-	o = idlen ? obj_find(c, NULL, id, idlen) : NULL;
-	if (o) {
-		elf_file_close(ef);
-		return obj_hit(c, o);
-	}
-	o = obj_slot(c);
-	memcpy(o->build_id, id, idlen);
-	o->build_id_len = idlen;
-	if ((!st.st_ino && !idlen) || obj_init(c, o, ef, src, pid, path)) {
-		elf_file_close(ef);
-		obj_clear(c, o);
-		goto fail;
-	}
-	elf_file_close(ef);
-	o->dev = st.st_dev;
-	o->ino = st.st_ino;
-	o->size = (uint64_t)st.st_size;
-	o->mtime_ns = st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
-	o->serial = ++c->serial;
-	o->tick = ++c->tick;
-	c->st.obj_misses++;
-	c->st.bytes += o->bytes;
-	c->st.symbols += o->nsyms;
-	obj_trim(c, o);
-	return o;
-fail:
-	c->st.obj_failures++;
-	return NULL;
-}
-
-static struct ns_obj *obj_for_map(struct nsym_ctx *c, struct ns_proc *p, size_t i,
-				  const char *path)
-{
-	struct ns_memo *mm = &p->memo[i];
-	const struct proc_map *m = &p->maps.v[i];
-	struct ns_obj *o;
-
-	if (mm->serial == NS_NO_OBJ)
-		return NULL;
-	if (mm->serial) {
-		o = &c->obj[mm->slot];
-		if (o->serial == mm->serial) {
-			o->tick = ++c->tick;
-			return o;
-		}
-	}
-	o = (m->path[0] == '/' || strcmp(m->path, "[vdso]") == 0) ?
-		obj_resolve(c, p->src, p->pid, m, path) : NULL;
-	mm->serial = o ? o->serial : NS_NO_OBJ;
-	mm->slot = o ? (uint32_t)(o - c->obj) : 0;
-	return o;
-}
-
-static int offset_to_vaddr(const struct ns_obj *o, uint64_t off, uint64_t *vaddr)
+static int offset_to_vaddr(const struct oc_obj *o, uint64_t off, uint64_t *vaddr)
 {
 	for (size_t k = 0; k < o->nload; k++) {
 		const struct elf_segment *s = &o->load[k];
@@ -619,20 +340,32 @@ static void set_path(struct nsym_ctx *c, const struct proc_map *m, struct nsym_r
 	out->path = c->path;
 }
 
+/* A miss re-reads the maps (a library loaded since), at most every
+ * OC_REFRESH_NS per process so garbage pcs cannot make every lookup do it. */
+static long map_index(struct nsym_ctx *c, struct oc_proc *p, uint64_t pc)
+{
+	const struct proc_map *m = proc_maps_find(&p->maps, pc);
+
+	if (!m && objcache_refresh(c->oc, p) == 0)
+		m = proc_maps_find(&p->maps, pc);
+	return m ? m - p->maps.v : -1;
+}
+
 int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
 		 struct nsym_result *out)
 {
 	const struct ns_sym *s;
 	const struct proc_map *m;
-	struct ns_proc *p;
-	struct ns_obj *o;
+	struct ns_table *t;
+	struct oc_proc *p;
+	struct oc_obj *o;
 	long i;
 
 	memset(out, 0, sizeof(*out));
 	out->path = "";
 	out->build_id = "";
 	c->st.lookups++;
-	p = pid > 0 && src ? proc_get(c, src, pid) : NULL;
+	p = pid > 0 && src ? objcache_proc(c->oc, src, pid) : NULL;
 	i = p ? map_index(c, p, pc) : -1;
 	if (i < 0)
 		return finish(c, out, NSYM_NO_MAPPING);
@@ -641,41 +374,33 @@ int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint
 	out->map_limit = m->end;
 	out->map_offset = m->offset;
 	set_path(c, m, out);
-	o = obj_for_map(c, p, (size_t)i, c->path);
-	if (!o)
+	o = objcache_obj(c->oc, p, (size_t)i);
+	t = o ? table_of(c, o, p, m) : NULL;
+	if (!t)
 		return finish(c, out, NSYM_NO_FILE);
 	out->build_id = o->build_id_hex;
-	out->from_debug_file = o->from_debug;
+	out->from_debug_file = t->from_debug;
 	if (offset_to_vaddr(o, pc - m->start + m->offset, &out->file_vaddr))
 		return finish(c, out, NSYM_NO_SYMBOL);
-	s = sym_find(o, out->file_vaddr);
+	s = sym_find(t, out->file_vaddr);
 	if (!s)
 		return finish(c, out, NSYM_NO_SYMBOL);
-	out->name = o->names + s->name;
+	out->name = t->names + s->name;
 	out->sym_vaddr = s->start;
 	return finish(c, out, NSYM_OK);
 }
 
-struct nsym_ctx *nsym_ctx_new(const struct nsym_opts *opts)
+struct nsym_ctx *nsym_ctx_new(struct objcache *oc)
 {
-	struct nsym_ctx *c = calloc(1, sizeof(*c));
+	struct nsym_ctx *c;
 
+	if (!oc)
+		return NULL;
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	if (opts)
-		c->opt = *opts;
-	if (!c->opt.max_objects)
-		c->opt.max_objects = NS_DEF_OBJECTS;
-	if (!c->opt.max_bytes)
-		c->opt.max_bytes = NS_DEF_BYTES;
-	if (!c->opt.max_procs)
-		c->opt.max_procs = NS_DEF_PROCS;
-	c->obj = calloc(c->opt.max_objects, sizeof(*c->obj));
-	c->proc = calloc(c->opt.max_procs, sizeof(*c->proc));
-	if (!c->obj || !c->proc) {
-		nsym_ctx_free(c);
-		return NULL;
-	}
+	c->oc = oc;
+	objcache_set_user(oc, OC_SYMS, c, table_free, NULL);
 	return c;
 }
 
@@ -683,20 +408,8 @@ void nsym_ctx_free(struct nsym_ctx *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; c->proc && i < c->opt.max_procs; i++)
-		proc_clear(&c->proc[i]);
-	for (size_t i = 0; c->obj && i < c->opt.max_objects; i++)
-		obj_clear(c, &c->obj[i]);
-	free(c->proc);
-	free(c->obj);
+	objcache_drop_user(c->oc, OC_SYMS);
 	free(c);
-}
-
-void nsym_forget_pid(struct nsym_ctx *c, int pid)
-{
-	for (size_t i = 0; i < c->opt.max_procs; i++)
-		if (c->proc[i].pid == pid && pid)
-			proc_clear(&c->proc[i]);
 }
 
 const struct nsym_stats *nsym_get_stats(const struct nsym_ctx *c)

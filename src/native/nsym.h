@@ -4,8 +4,8 @@
  * and .dynsym or, for a stripped file, its separate debug file (build-id
  * path, .gnu_debuglink). Files are read through /proc/PID/map_files (which
  * still opens deleted or replaced files) or /proc/PID/root (the target's
- * mount namespace). Per object file a sorted symbol array is cached, keyed
- * by build-id or file identity, bounded in count and bytes, LRU-evicted.
+ * mount namespace). Per object a sorted symbol array hangs off its entry
+ * in the shared object cache (objcache.h), bounded and evicted with it.
  *
  * Not thread-safe: one context per thread.
  */
@@ -41,27 +41,19 @@ struct nsym_result {
 	uint64_t sym_vaddr;	/* link-time address of the symbol (NSYM_OK) */
 };
 
-struct nsym_opts {
-	size_t max_objects;	/* object files cached; 0: 256 */
-	size_t max_bytes;	/* symbol tables cached, bytes; 0: 256 MiB */
-	size_t max_procs;	/* processes whose maps are cached; 0: 64 */
-};
-
 struct nsym_stats {
 	uint64_t lookups, found, no_symbol, no_file, no_mapping;
-	uint64_t obj_hits, obj_misses;	/* object found cached / loaded */
-	uint64_t obj_evictions, obj_failures;
-	uint64_t debug_files;		/* separate debug files used */
+	uint64_t debug_files;		/* symbol tables read from separate debug files */
 	uint64_t symbols;		/* symbols held now */
 	uint64_t bytes;			/* bytes held now */
-	uint64_t proc_hits, proc_misses, proc_evictions;
-	uint64_t maps_reads;
 };
 
 struct nsym_ctx;
+struct objcache;
 
-/* opts may be NULL for the defaults. NULL on allocation failure. */
-struct nsym_ctx *nsym_ctx_new(const struct nsym_opts *opts);
+/* Objects, processes and maps come from oc, which must outlive the
+ * context (one symbolizer per cache). NULL on allocation failure. */
+struct nsym_ctx *nsym_ctx_new(struct objcache *oc);
 void nsym_ctx_free(struct nsym_ctx *c);
 
 /*
@@ -72,9 +64,6 @@ void nsym_ctx_free(struct nsym_ctx *c);
  */
 int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
 		 struct nsym_result *out);
-
-/* Drops the cached maps of a process that exited. */
-void nsym_forget_pid(struct nsym_ctx *c, int pid);
 
 const struct nsym_stats *nsym_get_stats(const struct nsym_ctx *c);
 

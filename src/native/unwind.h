@@ -61,8 +61,6 @@ enum unwind_end {
 };
 
 struct unwind_opts {
-	size_t max_objects;	/* object files cached; 0: 256 */
-	size_t max_procs;	/* processes cached (maps, libunwind state); 0: 64 */
 	int no_fp_fallback;	/* 1: DWARF only, no frame-pointer steps */
 	int no_target_reads;	/* 1: never read the live target's memory */
 };
@@ -72,19 +70,17 @@ struct unwind_stats {
 	uint64_t frames_dwarf;		/* steps taken with CFI */
 	uint64_t frames_fp;		/* steps taken with the frame pointer */
 	uint64_t end_outermost, end_max, end_no_info, end_bad_frame, end_read;
-	uint64_t obj_hits, obj_misses;	/* object file found cached / loaded */
-	uint64_t obj_evictions, obj_failures;
 	uint64_t debug_frame_tables;	/* .debug_frame sections indexed */
-	uint64_t proc_hits, proc_misses, proc_evictions;
-	uint64_t maps_reads;		/* /proc/PID/maps (re)reads */
 	uint64_t mem_stack, mem_file;	/* word reads served from copies */
 	uint64_t mem_target, mem_failed;	/* ... from the target / not at all */
 };
 
 struct unwind_ctx;
+struct objcache;
 
-/* opts may be NULL for the defaults. NULL on allocation failure. */
-struct unwind_ctx *unwind_ctx_new(const struct unwind_opts *opts);
+/* Objects, processes and maps come from oc, which must outlive the
+ * context (one unwinder per cache); opts may be NULL for the defaults. NULL on allocation failure. */
+struct unwind_ctx *unwind_ctx_new(struct objcache *oc, const struct unwind_opts *opts);
 void unwind_ctx_free(struct unwind_ctx *u);
 
 /*
@@ -96,10 +92,6 @@ void unwind_ctx_free(struct unwind_ctx *u);
  */
 int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 		 uint64_t *pcs, size_t max, size_t *n);
-
-/* Drops what is cached for a process (call it when the process exits:
- * a reused PID would otherwise see stale maps until a miss). */
-void unwind_forget_pid(struct unwind_ctx *u, int pid);
 
 const struct unwind_stats *unwind_get_stats(const struct unwind_ctx *u);
 

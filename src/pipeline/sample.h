@@ -8,6 +8,7 @@
 #include "pyperf.h"
 #include "merge.h"
 #include "nsym.h"
+#include "objcache.h"
 #include "profile.h"
 #include "unwind.h"
 #include "pysym.h"
@@ -57,6 +58,7 @@ struct sample_sink {
 	struct pysym_cache *syms;
 	struct pythread_cache *threads;		/* Python thread names */
 	struct sample_counts n;
+	struct objcache *objs;			/* native objects of unw and nsym */
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
 	uint64_t period_ns;			/* wall mode: counts = weight / period */
 	struct offcpu offcpu[OFFCPU_MAX];

@@ -152,10 +152,8 @@ static void on_forget(struct replayer *rp, const struct rec_event *e)
 		return;
 	pysym_forget_pid(k->syms, (int)pid);
 	pythread_forget_pid(k->threads, (int)pid);
-	if (k->unw)
-		unwind_forget_pid(k->unw, (int)pid);
-	if (k->nsym)
-		nsym_forget_pid(k->nsym, (int)pid);
+	if (k->objs)
+		objcache_forget_pid(k->objs, (int)pid);
 	for (i = 0; i < rp->n; i++)
 		if ((uint32_t)rp->v[i]->t.pid == pid && rp->v[i]->t.start_time == start)
 			break;
@@ -302,8 +300,9 @@ static int setup(struct replayer *rp)
 		return -1;
 	if (!m->stack_bytes)
 		return 0;
-	k->unw = unwind_ctx_new(NULL);
-	k->nsym = nsym_ctx_new(NULL);
+	k->objs = objcache_new(NULL);
+	k->unw = unwind_ctx_new(k->objs, NULL);
+	k->nsym = nsym_ctx_new(k->objs);
 	return k->unw && k->nsym ? 0 : -1;
 }
 
@@ -316,8 +315,15 @@ static void teardown(struct replayer *rp)
 			free(k->offcpu[i].locs);
 		pysym_cache_free(k->syms);
 		pythread_cache_free(k->threads);
+		if (k->objs && rp->verbose > 0) {
+			char objs[512];
+
+			objcache_describe(k->objs, objs, sizeof(objs));
+			fprintf(stderr, "pyperf-pprof: replay: %s\n", objs);
+		}
 		unwind_ctx_free(k->unw);
 		nsym_ctx_free(k->nsym);
+		objcache_free(k->objs);
 		profile_free(k->prof);
 		free(k);
 	}

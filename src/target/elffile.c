@@ -21,6 +21,7 @@ struct elf_file {
 	Elf *elf;
 	const uint8_t *image;	/* whole file, mapped read-only */
 	size_t size;
+	int file_backed;	/* image maps the file (not a copy in memory) */
 };
 
 struct elf_file *elf_file_open(const char *path)
@@ -42,6 +43,7 @@ struct elf_file *elf_file_open(const char *path)
 		goto fail;
 	ef->image = img;
 	ef->size = (size_t)st.st_size;
+	ef->file_backed = 1;
 	/* elf_memory parses our private read-only copy: the target's file can
 	 * change under us without affecting what libelf sees mid-parse. */
 	ef->elf = elf_memory((char *)img, ef->size);
@@ -200,6 +202,14 @@ struct elf_file *elf_file_open_mem(const void *buf, size_t len)
 fail:
 	elf_file_close(ef);
 	return NULL;
+}
+
+void elf_file_release_pages(struct elf_file *ef)
+{
+	/* Read-only private file pages: dropped, they fault back in from the
+	 * file (the page cache) when read again. Never on a memory copy. */
+	if (ef && ef->file_backed)
+		madvise((void *)ef->image, ef->size, MADV_DONTNEED);
 }
 
 void elf_file_drop_fd(struct elf_file *ef)

@@ -58,6 +58,11 @@ struct elf_file *elf_file_open_mem(const void *buf, size_t len);
  * files use it so they do not hold one descriptor per file. */
 void elf_file_drop_fd(struct elf_file *ef);
 
+/* Returns the pages of the image read so far to the system (a file kept
+ * open after a one-off scan of its symbols); they are read again from the
+ * file when needed. Pointers into the image stay valid. */
+void elf_file_release_pages(struct elf_file *ef);
+
 /* A pointer to len bytes at a file offset inside the image, or NULL if
  * they are not all inside it. Valid until elf_file_close(). */
 const void *elf_file_data(const struct elf_file *ef, uint64_t off, size_t len);

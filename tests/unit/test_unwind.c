@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include "elffile.h"
 #include "nsym.h"
+#include "objcache.h"
 #include "proc.h"
 #include "target_src.h"
 #include "pyperf.h"
@@ -433,7 +434,8 @@ static uint64_t runtime_addr(int pid, const char *path, struct elf_file *ef, uin
 static void test_partial(const struct unwind_input *full, const struct stack *want)
 {
 	struct unwind_opts local = { .no_target_reads = 1 };
-	struct unwind_ctx *u = unwind_ctx_new(NULL), *ul = unwind_ctx_new(&local);
+	struct objcache *oc = objcache_new(NULL), *ocl = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL), *ul = unwind_ctx_new(ocl, &local);
 	struct unwind_input in = *full;
 	uint64_t pcs[MAX_NAMES];
 	size_t n;
@@ -448,12 +450,14 @@ static void test_partial(const struct unwind_input *full, const struct stack *wa
 	r = unwind_stack(ul, &in, pcs, MAX_NAMES, &n);
 	check(r == UNWIND_END_READ && n >= 1 && n < want->n && !memcmp(pcs, want->pcs, n * sizeof(pcs[0])),
 	      "C chain: 64-byte copy, no target reads: a correct prefix (%zu frames, end %d)", n, r);
-	unwind_forget_pid(u, in.pid);
+	objcache_forget_pid(oc, in.pid);
 	unwind_stack(u, full, pcs, MAX_NAMES, &n);
-	check(unwind_get_stats(u)->proc_misses == 2 && n == want->n,
-	      "unwind_forget_pid: maps read again, same stack");
+	check(objcache_get_stats(oc)->proc_misses == 2 && n == want->n,
+	      "objcache_forget_pid: maps read again, same stack");
 	unwind_ctx_free(u);
 	unwind_ctx_free(ul);
+	objcache_free(oc);
+	objcache_free(ocl);
 }
 
 static void test_c_chain(const char *self)
@@ -461,8 +465,9 @@ static void test_c_chain(const char *self)
 	static const char *const top[] = { "chain_c", "chain_b", "chain_a", NULL };
 	static const char *const tail[] = { "chain_a", "main", "__libc_start_main", NULL };
 	struct unwind_opts dwarf_only = { .no_fp_fallback = 1 };
-	struct unwind_ctx *u = unwind_ctx_new(NULL), *ud = unwind_ctx_new(&dwarf_only);
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL), *ocd = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL), *ud = unwind_ctx_new(ocd, &dwarf_only);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	struct target t;
 	struct unwind_input in;
 	struct stack st;
@@ -500,6 +505,8 @@ out:
 	unwind_ctx_free(u);
 	unwind_ctx_free(ud);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
+	objcache_free(ocd);
 }
 
 static int has_debug_frame(const char *self)
@@ -516,8 +523,9 @@ static void test_nocfi_chain(const char *self)
 {
 	static const char *const top[] = { "nocfi_c", "nocfi_b", "nocfi_a", NULL };
 	static const char *const tail[] = { "nocfi_a", "main", "__libc_start_main", NULL };
-	struct unwind_ctx *u = unwind_ctx_new(NULL);
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	const struct unwind_stats *s = unwind_get_stats(u);
 	struct target t;
 	struct unwind_input in;
@@ -543,6 +551,7 @@ static void test_nocfi_chain(const char *self)
 out:
 	unwind_ctx_free(u);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
 }
 
 /* A frame without CFI (anonymous memory) is crossed with its frame pointer. */
@@ -550,8 +559,9 @@ static void test_jit_frame(const char *self)
 {
 	static const char *const tail[] = { "jit_caller", "main", "__libc_start_main", NULL };
 	struct unwind_opts dwarf_only = { .no_fp_fallback = 1 };
-	struct unwind_ctx *u = unwind_ctx_new(NULL), *ud = unwind_ctx_new(&dwarf_only);
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL), *ocd = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL), *ud = unwind_ctx_new(ocd, &dwarf_only);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	struct nsym_result r;
 	struct target t;
 	struct unwind_input in;
@@ -577,6 +587,8 @@ out:
 	unwind_ctx_free(u);
 	unwind_ctx_free(ud);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
+	objcache_free(ocd);
 }
 
 /* A copy of this binary, deleted while it runs: map_files still opens it. */
@@ -584,8 +596,9 @@ static void test_deleted(const char *self)
 {
 	static const char *const top[] = { "chain_c", "chain_b", "chain_a", NULL };
 	char dir[] = "/tmp/test_unwind.XXXXXX", copy[64] = "", cmd[8300];
-	struct unwind_ctx *u = unwind_ctx_new(NULL);
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	struct nsym_result r;
 	struct target t = { .fd = -1 };
 	struct unwind_input in;
@@ -620,6 +633,7 @@ out:
 	}
 	unwind_ctx_free(u);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
 }
 
 /* ---- python3.11 ------------------------------------------------------- */
@@ -630,11 +644,12 @@ static void test_py_stack(struct target *t)
 					     "Py_RunMain", "Py_BytesMain", "__libc_start_main",
 					     NULL };
 	struct unwind_opts dwarf_only = { .no_fp_fallback = 1 };
-	struct unwind_opts small = { .max_objects = 2, .max_procs = 1 };
-	struct unwind_ctx *u = unwind_ctx_new(NULL), *ud = unwind_ctx_new(&dwarf_only);
-	struct unwind_ctx *us = unwind_ctx_new(&small);
-	struct nsym_opts nsmall = { .max_objects = 2 };
-	struct nsym_ctx *ns = nsym_ctx_new(NULL), *nss = nsym_ctx_new(&nsmall);
+	struct objcache_opts small = { .max_objects = 2, .max_procs = 1 };
+	struct objcache *oc = objcache_new(NULL), *ocd = objcache_new(NULL);
+	struct objcache *ocs = objcache_new(&small);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL), *ud = unwind_ctx_new(ocd, &dwarf_only);
+	struct unwind_ctx *us = unwind_ctx_new(ocs, NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc), *nss = nsym_ctx_new(ocs);
 	struct unwind_input in;
 	struct stack st, st2;
 
@@ -649,16 +664,18 @@ static void test_py_stack(struct target *t)
 	      "python3.11: same stack with DWARF only (no frame pointers needed)");
 	unwind_and_name(us, nss, &in, &st2);
 	check(st2.n == st.n && !memcmp(st.pcs, st2.pcs, st.n * sizeof(st.pcs[0])) &&
-	      unwind_get_stats(us)->obj_evictions > 0 && nsym_get_stats(nss)->obj_evictions > 0,
-	      "python3.11: same stack with 2 unwind / 2 symbol objects cached (%llu, %llu evictions)",
-	      (unsigned long long)unwind_get_stats(us)->obj_evictions,
-	      (unsigned long long)nsym_get_stats(nss)->obj_evictions);
+	      objcache_get_stats(ocs)->obj_evictions > 0,
+	      "python3.11: same stack with 2 objects cached (%llu evictions)",
+	      (unsigned long long)objcache_get_stats(ocs)->obj_evictions);
 	check(has_in_order(&st2, order), "python3.11: same names with evictions");
 	unwind_ctx_free(u);
 	unwind_ctx_free(ud);
 	unwind_ctx_free(us);
 	nsym_ctx_free(ns);
 	nsym_ctx_free(nss);
+	objcache_free(oc);
+	objcache_free(ocd);
+	objcache_free(ocs);
 }
 
 /* Looks sym up in syms (the object or its debug file), places it with the
@@ -687,7 +704,8 @@ static void check_symbol(struct nsym_ctx *ns, int pid, const char *path, struct 
 
 static void test_py_symbols(struct target *t)
 {
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	struct elf_file *ef = elf_file_open(PYTHON), *dbg;
 	struct nsym_result r;
 	char libc[4096], hex[2 * 64 + 1] = "";
@@ -726,13 +744,16 @@ static void test_py_symbols(struct target *t)
 out:
 	elf_file_close(ef);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
 }
 
 /* The byte budget evicts older symbol tables but keeps the one in use. */
 static void test_py_budget(struct target *t, const struct stack *want)
 {
-	struct nsym_opts tiny = { .max_bytes = 1 };
-	struct nsym_ctx *ns = nsym_ctx_new(&tiny), *big = nsym_ctx_new(NULL);
+	struct objcache_opts tiny = { .max_bytes = 1 };
+	struct objcache *oct = objcache_new(&tiny), *oc = objcache_new(NULL);
+	const struct objcache_stats *st = objcache_get_stats(oct);
+	struct nsym_ctx *ns = nsym_ctx_new(oct), *big = nsym_ctx_new(oc);
 	int same = 1;
 
 	for (size_t i = 0; i < want->n; i++) {
@@ -742,20 +763,23 @@ static void test_py_budget(struct target *t, const struct stack *want)
 		nsym_resolve(ns, LIVE, t->pid, pc, &a);
 		nsym_resolve(big, LIVE, t->pid, pc, &b);
 		same &= a.status == b.status && (!a.name || !strcmp(a.name, b.name));
-		same &= nsym_get_stats(ns)->obj_misses - nsym_get_stats(ns)->obj_evictions <= 1;
+		same &= st->obj_loads - st->obj_evictions <= 1;
 	}
-	check(same && nsym_get_stats(ns)->obj_evictions > 0,
+	check(same && st->obj_evictions > 0,
 	      "nsym: 1-byte budget keeps one table (%llu evictions), same names",
-	      (unsigned long long)nsym_get_stats(ns)->obj_evictions);
+	      (unsigned long long)st->obj_evictions);
 	nsym_ctx_free(ns);
 	nsym_ctx_free(big);
+	objcache_free(oct);
+	objcache_free(oc);
 }
 
 /* Maps are re-read when a pc misses them, at most once per 20 ms. */
 static void test_refresh(const char *self)
 {
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
-	const struct nsym_stats *s = nsym_get_stats(ns);
+	struct objcache *oc = objcache_new(NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
+	const struct objcache_stats *s = objcache_get_stats(oc);
 	struct nsym_result r;
 	int fd = open(self, O_RDONLY);
 	void *map;
@@ -780,12 +804,14 @@ out:
 	if (fd >= 0)
 		close(fd);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
 }
 
 static void bench(struct target *t)
 {
-	struct unwind_ctx *u = unwind_ctx_new(NULL);
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	struct unwind_input in;
 	struct nsym_result r;
 	struct stack st;
@@ -820,10 +846,11 @@ static void bench(struct target *t)
 	       (unsigned long long)unwind_get_stats(u)->mem_file,
 	       (unsigned long long)unwind_get_stats(u)->mem_target,
 	       (unsigned long long)unwind_get_stats(u)->mem_failed,
-	       (unsigned long long)unwind_get_stats(u)->obj_misses,
-	       (unsigned long long)unwind_get_stats(u)->obj_hits);
+	       (unsigned long long)objcache_get_stats(oc)->obj_loads,
+	       (unsigned long long)objcache_get_stats(oc)->obj_hits);
 	unwind_ctx_free(u);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
 }
 
 static void test_python(void)
@@ -842,7 +869,8 @@ static void test_python(void)
 	test_py_stack(&t);
 	test_py_symbols(&t);
 	{
-		struct unwind_ctx *u = unwind_ctx_new(NULL);
+		struct objcache *oc = objcache_new(NULL);
+		struct unwind_ctx *u = unwind_ctx_new(oc, NULL);
 		struct unwind_input in;
 		struct stack st;
 
@@ -850,6 +878,7 @@ static void test_python(void)
 		st.end = unwind_stack(u, &in, st.pcs, MAX_NAMES, &st.n);
 		test_py_budget(&t, &st);
 		unwind_ctx_free(u);
+		objcache_free(oc);
 	}
 	bench(&t);
 	target_stop(&t);
@@ -881,7 +910,8 @@ static void test_base_len(void)
 /* Garbage registers and stacks: bounded, no crash, a sane end. */
 static void test_bad_input(void)
 {
-	struct unwind_ctx *u = unwind_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, NULL);
 	struct unwind_input in = { .pid = getpid() };
 	uint64_t pcs[8], junk[512];
 	size_t n = 99;
@@ -905,6 +935,7 @@ static void test_bad_input(void)
 	check(r == UNWIND_END_NO_INFO && n == 1, "unwind: unknown pid gives the leaf only");
 	check(unwind_stack(u, &in, pcs, 0, &n) == UNWIND_END_MAX && n == 0, "unwind: max 0");
 	unwind_ctx_free(u);
+	objcache_free(oc);
 }
 
 int main(int argc, char **argv)

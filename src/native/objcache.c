@@ -1,0 +1,514 @@
+/* The shared native object layer; see objcache.h. */
+#define _GNU_SOURCE
+#include "objcache.h"
+
+#include <elf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "target_src.h"
+
+#define OC_DEF_OBJECTS		256
+#define OC_DEF_PROCS		64
+#define OC_DEF_BYTES		(256u << 20)
+#define OC_MAX_OBJECTS		4096
+#define OC_MAX_PROCS		4096
+#define OC_MAX_PHDRS		64
+#define OC_VDSO_MAX		(1u << 20)
+#define OC_NO_OBJ		UINT64_MAX	/* memo: mapping has no usable object */
+#define OC_SEEN_SLOTS		8192	/* identities remembered for stats.distinct */
+#define OC_DEBUG_TAG		0x9e3779b97f4a7c15ull
+
+struct oc_memo {
+	uint64_t serial;		/* 0: not resolved yet; OC_NO_OBJ */
+	uint32_t slot;
+};
+
+struct objcache {
+	struct objcache_opts opt;
+	struct oc_obj *obj;
+	struct oc_proc *proc;
+	uint64_t tick, serial;
+	void *user_ctx[OC_USERS];
+	void (*obj_free[OC_USERS])(void *ctx, void *data);
+	void (*proc_free[OC_USERS])(void *ctx, void *data);
+	uint64_t seen[OC_SEEN_SLOTS];	/* identity hashes, 0: empty */
+	size_t nseen;
+	struct objcache_stats st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+/* Counts an opened object in stats.distinct unless its identity was seen;
+ * stops counting (bounded) when the set is three quarters full. */
+static void note_identity(struct objcache *oc, uint64_t id)
+{
+	size_t i = id & (OC_SEEN_SLOTS - 1);
+
+	if (oc->nseen >= OC_SEEN_SLOTS / 4 * 3)
+		return;
+	for (; oc->seen[i]; i = (i + 1) & (OC_SEEN_SLOTS - 1))
+		if (oc->seen[i] == id)
+			return;
+	oc->seen[i] = id;
+	oc->nseen++;
+	oc->st.distinct++;
+}
+
+static uint64_t identity(const struct oc_obj *o)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (o->build_id_len)
+		return hash_bytes(o->build_id, o->build_id_len, h);
+	h = hash_bytes(&o->dev, sizeof(o->dev), h);
+	h = hash_bytes(&o->ino, sizeof(o->ino), h);
+	h = hash_bytes(&o->size, sizeof(o->size), h);
+	return hash_bytes(&o->mtime_ns, sizeof(o->mtime_ns), h);
+}
+
+/* ---- processes -------------------------------------------------------- */
+
+static void proc_user_clear(struct objcache *oc, struct oc_proc *p, int u)
+{
+	if (p->user[u] && oc->proc_free[u])
+		oc->proc_free[u](oc->user_ctx[u], p->user[u]);
+	p->user[u] = NULL;
+}
+
+static void proc_clear(struct objcache *oc, struct oc_proc *p)
+{
+	for (int u = 0; u < OC_USERS; u++)
+		proc_user_clear(oc, p, u);
+	proc_maps_free(&p->maps);
+	free(p->memo);
+	memset(p, 0, sizeof(*p));
+}
+
+/* (Re)reads the maps; keeps the old ones if that fails. */
+static int load_maps(struct objcache *oc, struct oc_proc *p)
+{
+	struct proc_maps m;
+	struct oc_memo *memo;
+
+	oc->st.maps_reads++;
+	p->read_ns = now_ns();
+	if (proc_maps_read(p->src, p->pid, &m))
+		return -1;
+	memo = calloc(m.n ? m.n : 1, sizeof(*memo));
+	if (!memo) {
+		proc_maps_free(&m);
+		return -1;
+	}
+	proc_maps_free(&p->maps);
+	free(p->memo);
+	p->maps = m;
+	p->memo = memo;
+	p->maps_gen++;
+	return 0;
+}
+
+struct oc_proc *objcache_proc(struct objcache *oc, const struct target_src *src, int pid)
+{
+	struct oc_proc *p, *victim = &oc->proc[0];
+
+	for (size_t i = 0; i < oc->opt.max_procs; i++) {
+		p = &oc->proc[i];
+		if (p->pid == pid) {
+			oc->st.proc_hits++;
+			p->tick = ++oc->tick;
+			return p;
+		}
+		if (victim->pid && (!p->pid || p->tick < victim->tick))
+			victim = p;
+	}
+	oc->st.proc_misses++;
+	if (victim->pid) {
+		oc->st.proc_evictions++;
+		proc_clear(oc, victim);
+	}
+	victim->pid = pid;
+	victim->src = src;
+	victim->tick = ++oc->tick;
+	if (load_maps(oc, victim)) {
+		proc_clear(oc, victim);
+		return NULL;
+	}
+	return victim;
+}
+
+/* An address missed the maps: a library may have been loaded since. At
+ * most every OC_REFRESH_NS, so garbage addresses cannot make every sample
+ * re-read /proc/PID/maps. */
+int objcache_refresh(struct objcache *oc, struct oc_proc *p)
+{
+	if (now_ns() - p->read_ns < OC_REFRESH_NS)
+		return -1;
+	return load_maps(oc, p);
+}
+
+void objcache_forget_pid(struct objcache *oc, int pid)
+{
+	for (size_t i = 0; pid && i < oc->opt.max_procs; i++)
+		if (oc->proc[i].pid == pid)
+			proc_clear(oc, &oc->proc[i]);
+}
+
+/* ---- object entries --------------------------------------------------- */
+
+static void obj_user_clear(struct objcache *oc, struct oc_obj *o, int u)
+{
+	if (o->user[u] && oc->obj_free[u])
+		oc->obj_free[u](oc->user_ctx[u], o->user[u]);
+	oc->st.bytes -= o->user_bytes[u];
+	o->user[u] = NULL;
+	o->user_bytes[u] = 0;
+}
+
+static void obj_clear(struct objcache *oc, struct oc_obj *o)
+{
+	for (int u = 0; u < OC_USERS; u++)
+		obj_user_clear(oc, o, u);
+	elf_file_close(o->ef);
+	elf_file_close(o->dbg);
+	memset(o, 0, sizeof(*o));
+}
+
+static struct oc_obj *obj_lru(struct objcache *oc, const struct oc_obj *keep)
+{
+	struct oc_obj *victim = NULL;
+
+	for (size_t i = 0; i < oc->opt.max_objects; i++) {
+		struct oc_obj *o = &oc->obj[i];
+
+		if (o->serial && o != keep && (!victim || o->tick < victim->tick))
+			victim = o;
+	}
+	return victim;
+}
+
+/* A free slot, else the least recently used one, emptied. */
+static struct oc_obj *obj_slot(struct objcache *oc)
+{
+	struct oc_obj *victim;
+
+	for (size_t i = 0; i < oc->opt.max_objects; i++)
+		if (!oc->obj[i].serial)
+			return &oc->obj[i];
+	victim = obj_lru(oc, NULL);
+	oc->st.obj_evictions++;
+	obj_clear(oc, victim);
+	return victim;
+}
+
+static struct oc_obj *obj_find(struct objcache *oc, const struct stat *st,
+			       const uint8_t *id, size_t idlen)
+{
+	for (size_t i = 0; i < oc->opt.max_objects; i++) {
+		struct oc_obj *o = &oc->obj[i];
+
+		if (!o->serial)
+			continue;
+		if (st && o->ino == st->st_ino && o->dev == st->st_dev &&
+		    o->size == (uint64_t)st->st_size &&
+		    o->mtime_ns == st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec)
+			return o;
+		if (idlen && o->build_id_len == idlen && memcmp(o->build_id, id, idlen) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+static struct oc_obj *obj_hit(struct objcache *oc, struct oc_obj *o)
+{
+	oc->st.obj_hits++;
+	o->tick = ++oc->tick;
+	return o;
+}
+
+static struct elf_file *open_vdso(const struct oc_proc *p, const struct proc_map *m)
+{
+	size_t len = m->end - m->start;
+	struct elf_file *ef = NULL;
+	void *buf;
+
+	if (len > OC_VDSO_MAX)
+		return NULL;
+	buf = malloc(len);
+	if (buf && target_read(p->src, p->pid, m->start, buf, len) == 0)
+		ef = elf_file_open_mem(buf, len);
+	free(buf);
+	return ef;
+}
+
+/* The file behind m, as the target sees it. Through /proc/PID/root the name
+ * may now be another file than the one mapped (replaced on disk): refused
+ * when the inode differs. map_files always opens the mapped file. */
+static int stat_mapped(const struct oc_proc *p, const struct proc_map *m, char *path,
+		       size_t len, struct stat *st)
+{
+	target_map_file(p->src, p->pid, m, path, len);
+	if (stat(path, st) || !S_ISREG(st->st_mode))
+		return -1;
+	if (!strstr(path, "/map_files/") && st->st_ino != m->inode)
+		return -1;
+	return 0;
+}
+
+static int obj_init(struct oc_obj *o, struct elf_file *ef, const struct stat *st,
+		    const uint8_t *id, size_t idlen)
+{
+	struct elf_segment seg[OC_MAX_PHDRS];
+	size_t n = elf_file_segments(ef, seg, OC_MAX_PHDRS);
+
+	for (size_t i = 0; i < n; i++) {
+		if (seg[i].type == PT_LOAD && o->nload < OC_MAX_LOADS) {
+			o->load[o->nload++] = seg[i];
+		} else if (seg[i].type == PT_GNU_RELRO) {
+			o->relro_lo = seg[i].vaddr;
+			o->relro_hi = seg[i].vaddr + seg[i].memsz;
+		}
+	}
+	if (!o->nload)
+		return -1;
+	o->ef = ef;
+	if (st) {
+		o->dev = st->st_dev;
+		o->ino = st->st_ino;
+		o->size = (uint64_t)st->st_size;
+		o->mtime_ns = st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec;
+	}
+	memcpy(o->build_id, id, idlen);
+	o->build_id_len = idlen;
+	for (size_t i = 0; i < idlen; i++)
+		snprintf(o->build_id_hex + 2 * i, 3, "%02x", id[i]);
+	return 0;
+}
+
+/* Finds or loads the object behind mapping m. Keyed by the file's stat
+ * identity, then by build-id, so the same library seen through another
+ * mount namespace or path is loaded once. */
+static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
+				  const struct proc_map *m)
+{
+	char path[PATH_MAX + 64];
+	uint8_t id[OC_BUILD_ID_MAX];
+	struct stat st, *stp = NULL;
+	struct elf_file *ef;
+	struct oc_obj *o;
+	size_t idlen = 0;
+
+	if (strcmp(m->path, "[vdso]") == 0) {
+		ef = open_vdso(p, m);
+	} else {
+		if (stat_mapped(p, m, path, sizeof(path), &st))
+			goto fail;
+		stp = &st;
+		o = obj_find(oc, stp, NULL, 0);
+		if (o)
+			return obj_hit(oc, o);
+		ef = target_open_elf(p->src, path);
+	}
+	if (!ef)
+		goto fail;
+	oc->st.elf_opens++;
+	if (elf_file_build_id(ef, id, sizeof(id), &idlen))
+		idlen = 0;
+	o = idlen ? obj_find(oc, NULL, id, idlen) : NULL;
+	if (o) {
+		elf_file_close(ef);
+		return obj_hit(oc, o);
+	}
+	o = obj_slot(oc);
+	if ((!stp && !idlen) || obj_init(o, ef, stp, id, idlen)) {
+		elf_file_close(ef);
+		memset(o, 0, sizeof(*o));	/* a free slot is all zero */
+		goto fail;
+	}
+	elf_file_drop_fd(ef);
+	o->serial = ++oc->serial;
+	o->tick = ++oc->tick;
+	oc->st.obj_loads++;
+	note_identity(oc, identity(o));
+	return o;
+fail:
+	oc->st.obj_failures++;
+	return NULL;
+}
+
+struct oc_obj *objcache_obj(struct objcache *oc, struct oc_proc *p, size_t i)
+{
+	struct oc_memo *mm = &p->memo[i];
+	const struct proc_map *m = &p->maps.v[i];
+	struct oc_obj *o;
+
+	if (mm->serial == OC_NO_OBJ)
+		return NULL;
+	if (mm->serial) {
+		o = &oc->obj[mm->slot];
+		if (o->serial == mm->serial) {
+			o->tick = ++oc->tick;
+			return o;
+		}
+	}
+	o = m->path[0] == '/' || strcmp(m->path, "[vdso]") == 0 ? obj_resolve(oc, p, m) : NULL;
+	mm->serial = o ? o->serial : OC_NO_OBJ;
+	mm->slot = o ? (uint32_t)(o - oc->obj) : 0;
+	return o;
+}
+
+struct elf_file *objcache_debug_file(struct objcache *oc, struct oc_obj *o,
+				     const struct oc_proc *p, const struct proc_map *m)
+{
+	char root[64], path[PATH_MAX];
+	char *del;
+
+	if (o->dbg_state)
+		return o->dbg;
+	o->dbg_state = -1;
+	if (m->path[0] != '/')
+		return NULL;
+	/* Maps say "/path (deleted)" for a deleted file. */
+	snprintf(path, sizeof(path), "%s", m->path);
+	del = strstr(path, " (deleted)");
+	if (del)
+		*del = '\0';
+	snprintf(root, sizeof(root), "/proc/%d/root", p->pid);
+	o->dbg = elf_file_open_debug(p->src, o->ef, root, path);
+	if (!o->dbg)
+		o->dbg = elf_file_open_debug(p->src, o->ef, "", path);
+	if (!o->dbg)
+		return NULL;
+	o->dbg_state = 1;
+	oc->st.elf_opens++;
+	oc->st.debug_files++;
+	note_identity(oc, identity(o) ^ OC_DEBUG_TAG);
+	return o->dbg;
+}
+
+size_t objcache_capacity(const struct objcache *oc)
+{
+	return oc->opt.max_objects;
+}
+
+struct oc_obj *objcache_slot(struct objcache *oc, size_t k)
+{
+	return k < oc->opt.max_objects ? &oc->obj[k] : NULL;
+}
+
+void objcache_account(struct objcache *oc, struct oc_obj *o, enum oc_user u, size_t bytes)
+{
+	struct oc_obj *victim;
+
+	o->user_bytes[u] += bytes;
+	oc->st.bytes += bytes;
+	while (oc->st.bytes > oc->opt.max_bytes && (victim = obj_lru(oc, o))) {
+		oc->st.obj_evictions++;
+		obj_clear(oc, victim);
+	}
+}
+
+/* ---- the cache -------------------------------------------------------- */
+
+struct objcache *objcache_new(const struct objcache_opts *opts)
+{
+	struct objcache *oc = calloc(1, sizeof(*oc));
+
+	if (!oc)
+		return NULL;
+	if (opts)
+		oc->opt = *opts;
+	if (!oc->opt.max_objects)
+		oc->opt.max_objects = OC_DEF_OBJECTS;
+	if (!oc->opt.max_procs)
+		oc->opt.max_procs = OC_DEF_PROCS;
+	if (!oc->opt.max_bytes)
+		oc->opt.max_bytes = OC_DEF_BYTES;
+	/* >= 2 objects: the one in use, most recently used, is never the
+	 * victim when a read loads another. */
+	if (oc->opt.max_objects < 2)
+		oc->opt.max_objects = 2;
+	if (oc->opt.max_objects > OC_MAX_OBJECTS)
+		oc->opt.max_objects = OC_MAX_OBJECTS;
+	if (oc->opt.max_procs > OC_MAX_PROCS)
+		oc->opt.max_procs = OC_MAX_PROCS;
+	oc->obj = calloc(oc->opt.max_objects, sizeof(*oc->obj));
+	oc->proc = calloc(oc->opt.max_procs, sizeof(*oc->proc));
+	if (!oc->obj || !oc->proc) {
+		objcache_free(oc);
+		return NULL;
+	}
+	return oc;
+}
+
+void objcache_free(struct objcache *oc)
+{
+	if (!oc)
+		return;
+	for (size_t i = 0; oc->proc && i < oc->opt.max_procs; i++)
+		if (oc->proc[i].pid)
+			proc_clear(oc, &oc->proc[i]);
+	for (size_t i = 0; oc->obj && i < oc->opt.max_objects; i++)
+		if (oc->obj[i].serial)
+			obj_clear(oc, &oc->obj[i]);
+	free(oc->proc);
+	free(oc->obj);
+	free(oc);
+}
+
+void objcache_set_user(struct objcache *oc, enum oc_user u, void *ctx,
+		       void (*obj_free)(void *ctx, void *data),
+		       void (*proc_free)(void *ctx, void *data))
+{
+	oc->user_ctx[u] = ctx;
+	oc->obj_free[u] = obj_free;
+	oc->proc_free[u] = proc_free;
+}
+
+void objcache_drop_user(struct objcache *oc, enum oc_user u)
+{
+	for (size_t i = 0; i < oc->opt.max_procs; i++)
+		proc_user_clear(oc, &oc->proc[i], u);
+	for (size_t i = 0; i < oc->opt.max_objects; i++)
+		obj_user_clear(oc, &oc->obj[i], u);
+	objcache_set_user(oc, u, NULL, NULL, NULL);
+}
+
+const struct objcache_stats *objcache_get_stats(const struct objcache *oc)
+{
+	return &oc->st;
+}
+
+void objcache_describe(const struct objcache *oc, char *buf, size_t len)
+{
+	const struct objcache_stats *s = &oc->st;
+
+	snprintf(buf, len, "native objects: %llu opened, %llu maps parses (%llu distinct objects"
+		 " and debug files, %llu debug files; entries: %llu loaded, %llu hits, %llu evicted,"
+		 " %llu failures; processes: %llu hits, %llu misses, %llu evicted; %llu table bytes)",
+		 (unsigned long long)s->elf_opens, (unsigned long long)s->maps_reads,
+		 (unsigned long long)s->distinct, (unsigned long long)s->debug_files,
+		 (unsigned long long)s->obj_loads, (unsigned long long)s->obj_hits,
+		 (unsigned long long)s->obj_evictions, (unsigned long long)s->obj_failures,
+		 (unsigned long long)s->proc_hits, (unsigned long long)s->proc_misses,
+		 (unsigned long long)s->proc_evictions, (unsigned long long)s->bytes);
+}
