@@ -40,6 +40,14 @@ expect no-such-pid 'no such process' -- --pid 4000000 -d 500 -o /tmp/x.pb.gz
 sleep 0.3
 expect unwritable-out 'cannot .*/nonexistent-dir' -- --pid $! -d 500 -o /nonexistent-dir/p.pb.gz
 expect bad-option 'expects a process id' -- --pid abc
+# -F above kernel.perf_event_max_sample_rate: the kernel says EINVAL; the
+# message must name the limit, not privileges.
+maxrate=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo 0)
+if [ "$maxrate" -gt 0 ] 2>/dev/null; then
+	expect freq-over-limit "above the kernel's limit of $maxrate samples per second .*perf_event_max_sample_rate" -- --pid $! -F $((maxrate + 1)) -d 500 -o /tmp/x.pb.gz
+else
+	echo "SKIP freq-over-limit: /proc/sys/kernel/perf_event_max_sample_rate unreadable"
+fi
 PYPERF_REAL=$PYPERF
 PYPERF="setpriv --bounding-set=-sys_ptrace $PYPERF_REAL"
 expect no-ptrace-cap 'missing CAP_SYS_PTRACE' -- --pid $! -d 500 -o /tmp/x.pb.gz

@@ -258,6 +258,30 @@ static int resolve_event(struct session *s, struct perf_event_attr *a)
 	return 0;
 }
 
+/* The kernel refuses a frequency above kernel.perf_event_max_sample_rate
+ * with EINVAL, which looks like a privilege problem unless it is named. */
+static void explain_open_error(const struct session *s, int err, int cpu)
+{
+	unsigned long long max = 0;
+	FILE *f;
+
+	if (err == EINVAL && s->cfg->frequency &&
+	    (f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r"))) {
+		if (fscanf(f, "%llu", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	if (max && s->cfg->frequency > max) {
+		fprintf(stderr, "pyperf-pprof: -F %llu is above the kernel's limit of %llu samples per second (kernel.perf_event_max_sample_rate): use -F %llu or less, or raise the limit with sysctl -w kernel.perf_event_max_sample_rate=%llu\n",
+			(unsigned long long)s->cfg->frequency, max, max,
+			(unsigned long long)s->cfg->frequency);
+		return;
+	}
+	fprintf(stderr, "pyperf-pprof: cannot open perf event %s on CPU %d: %s%s\n",
+		s->cfg->event, cpu, strerror(err),
+		err == EACCES || err == EPERM ? " (needs root or CAP_PERFMON)" : "");
+}
+
 static int attach_events(struct session *s)
 {
 	struct perf_event_attr a;
@@ -279,8 +303,7 @@ static int attach_events(struct session *s)
 		if (fd < 0 && errno == ENODEV)
 			continue;	/* offline CPU */
 		if (fd < 0) {
-			fprintf(stderr, "pyperf-pprof: cannot open perf event %s on CPU %d: %s (needs root or CAP_PERFMON)\n",
-				s->cfg->event, cpu, strerror(errno));
+			explain_open_error(s, errno, cpu);
 			return -1;
 		}
 		s->event_fds[s->nevents] = fd;
