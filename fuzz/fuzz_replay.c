@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(target_readv(rec_replay_src(r), getpid(), &l, 1, &rm, 1) == -1 &&
 			   got == 0);
 		snprintf(dir, sizeof(dir), "%s", r->dir);
-		replay_run(r, encode, NULL, -1, &st);
+		replay_run(r, encode, NULL, -1, 0, &st);
 		FUZZ_CHECK(st.samples + st.skipped <= r->nsamples);
 		rec_replay_end(r);
 		FUZZ_CHECK(stat(dir, &sb) != 0);

@@ -51,6 +51,12 @@ static void usage(FILE *f)
 "      --no-native          Python frames only: do not copy and unwind the\n"
 "                           native stack (cheaper)\n"
 "      --native             merge native frames into the stacks (default)\n"
+"      --all-native         show every native frame; by default the\n"
+"                           interpreter's own frames (calls, eval loop,\n"
+"                           start-up) are hidden, its frames that wait,\n"
+"                           sleep, do I/O, str, re or gc work are kept\n"
+"      --kernel             kernel frames on top of samples taken in the\n"
+"                           kernel (system calls), named from /proc/kallsyms\n"
 "      --stack-bytes N      user stack bytes copied per sample for native\n"
 "                           unwinding (default 16384, at most 65536)\n"
 "      --record FILE        also save what the session observes (samples,\n"
@@ -122,7 +128,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY };
+enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY, OPT_ALL_NATIVE, OPT_KERNEL };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -140,6 +146,8 @@ static const struct option long_opts[] = {
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
+	{ "all-native", no_argument, NULL, OPT_ALL_NATIVE },
+	{ "kernel", no_argument, NULL, OPT_KERNEL },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
@@ -233,6 +241,12 @@ static int handle_opt(int c, struct config *cfg)
 		return 0;
 	case OPT_NO_NATIVE:
 		cfg->stack_bytes = 0;
+		return 0;
+	case OPT_ALL_NATIVE:
+		cfg->all_native = 1;
+		return 0;
+	case OPT_KERNEL:
+		cfg->kernel = 1;
 		return 0;
 	case OPT_STACK_BYTES:
 		if (parse_u64("--stack-bytes", optarg, &v))

@@ -31,6 +31,8 @@ struct config {
 	int wall;			/* --mode wall: off-CPU time too */
 	const char *record;		/* --record FILE: also save what was observed */
 	const char *replay;		/* --replay FILE: profile a recording, offline */
+	int all_native;			/* --all-native: no native frame filter */
+	int kernel;			/* --kernel: kernel stacks of samples in the kernel */
 };
 
 enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };

@@ -587,6 +587,7 @@ static int setup_profile(struct session *s)
 		return -1;
 	if (!s->cfg->stack_bytes)
 		return 0;
+	s->sink.all_native = s->cfg->all_native;
 	s->sink.objs = objcache_new(NULL);
 	s->sink.unw = unwind_ctx_new(s->sink.objs, NULL);
 	s->sink.nsym = nsym_ctx_new(s->sink.objs);
@@ -614,6 +615,16 @@ static void print_native_stats(const struct session *s)
 	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
 
+/* Objects whose native frames mostly stay unnamed: what to install. */
+static void print_symbol_gaps(struct session *s)
+{
+	char line[1024];
+
+	for (size_t i = 0; i < s->sink.gaps.n; i++)
+		if (symgap_hint(&s->sink.gaps, i, 100, 10, line, sizeof(line)))
+			say(s, "pyperf-pprof: %s\n", line);
+}
+
 static void print_summary(struct session *s)
 {
 	const struct sample_counts *n = &s->sink.n;
@@ -631,6 +642,7 @@ static void print_summary(struct session *s)
 		say(s, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
 		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches\n",
 		    n->native_stacks, n->native_errors, n->stack_errors, n->merge_errors);
+	print_symbol_gaps(s);
 	if (!s->cfg->verbose)
 		return;
 	pysym_get_stats(s->sink.syms, &ps);

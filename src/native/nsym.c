@@ -10,6 +10,7 @@
 
 #include "elffile.h"
 #include "objcache.h"
+#include "plt.h"
 #include "proc.h"
 #include "target_src.h"
 
@@ -270,6 +271,8 @@ static struct ns_table *table_of(struct nsym_ctx *c, struct oc_obj *o, const str
 	if (!t)
 		return NULL;
 	elf_file_symbols(o->ef, collect_cb, &k);
+	if (!k.oom && plt_symbols(o->ef, collect_cb, &k) < 0)
+		k.oom = 1;
 	if (!elf_file_has_symtab(o->ef))
 		dbg = objcache_debug_file(c->oc, o, p, m);
 	if (dbg && !k.oom) {

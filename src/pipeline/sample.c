@@ -105,16 +105,22 @@ static uint64_t unknown_native(struct sample_sink *k, const struct nsym_result *
 
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
-static uint64_t native_location(struct sample_sink *k, const struct target_src *src, int pid,
-				uint64_t pc, int leaf, uint8_t *is_eval)
+static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
+				uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide)
 {
 	struct nsym_result r;
 	struct profile_mapping_desc m = { 0 };
 	uint64_t fid, mid = 0;
+	int named, in_interp;
 
 	/* Return addresses point after the call: look up the call itself. */
-	nsym_resolve(k->nsym, src, pid, leaf ? pc : pc - 1, &r);
-	*is_eval = r.status == NSYM_OK && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
+	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, &r);
+	named = r.status == NSYM_OK;
+	*is_eval = named && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
+	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
+	*hide = (uint8_t)native_filter_hides(named ? r.name : NULL, in_interp);
+	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
+		symgap_count(&k->gaps, r.path, r.build_id, named);
 	if (r.status != NSYM_NO_MAPPING) {
 		m.memory_start = r.map_start;
 		m.memory_limit = r.map_limit;
@@ -150,8 +156,8 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	if (end != UNWIND_END_OUTERMOST)
 		k->n.native_errors++;
 	for (size_t i = 0; i < n; i++) {
-		k->nloc[i] = native_location(k, t->src, (int)s->h.pid, k->pcs[i], i == 0,
-					     &k->neval[i]);
+		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], i == 0, &k->neval[i],
+					     &k->nhide[i]);
 		if (!k->nloc[i])
 			return 0;
 	}
@@ -167,6 +173,8 @@ static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
 
 	if (mismatches)
 		k->n.merge_errors++;
+	if (!k->all_native)
+		n = native_filter_apply(k->merged, n, k->nhide);
 	for (size_t i = 0; i < n; i++)
 		k->locs[i] = k->merged[i].kind == MERGE_NATIVE ? k->nloc[k->merged[i].index]
 							      : k->pyloc[k->merged[i].index];

@@ -7,6 +7,8 @@
 
 #include "pyperf.h"
 #include "merge.h"
+#include "native_filter.h"
+#include "symgap.h"
 #include "nsym.h"
 #include "objcache.h"
 #include "profile.h"
@@ -63,6 +65,8 @@ struct sample_sink {
 	uint64_t period_ns;			/* wall mode: counts = weight / period */
 	struct offcpu offcpu[OFFCPU_MAX];
 	struct nsym_ctx *nsym;
+	int all_native;				/* 1: no native_filter */
+	struct symgap gaps;			/* unnamed native frames per object */
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];
 	uint64_t pyloc[PYPERF_MAX_FRAMES];
@@ -71,6 +75,7 @@ struct sample_sink {
 	uint64_t pcs[UNWIND_MAX_FRAMES];
 	uint64_t nloc[UNWIND_MAX_FRAMES];
 	uint8_t neval[UNWIND_MAX_FRAMES];
+	uint8_t nhide[UNWIND_MAX_FRAMES];	/* native_filter_hides() of each */
 	struct merge_frame merged[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES];
 	uint32_t tids[TID_SET_SIZE];		/* open addressing, 0 = empty */
 	struct loc_memo memo[LOC_MEMO];

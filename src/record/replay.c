@@ -278,7 +278,7 @@ static int on_write(struct replayer *rp, const struct rec_write *w, replay_write
 	return r;
 }
 
-static int setup(struct replayer *rp)
+static int setup(struct replayer *rp, int all_native)
 {
 	const struct rec_meta *m = &rp->r->meta;
 	struct sample_sink *k = calloc(1, sizeof(*k));
@@ -288,6 +288,7 @@ static int setup(struct replayer *rp)
 	rp->sink = k;
 	if (!k)
 		return -1;
+	k->all_native = all_native;
 	if (syms > MAX_CACHE_ENTRIES)
 		syms = MAX_CACHE_ENTRIES;
 	if (threads > MAX_CACHE_ENTRIES)
@@ -333,7 +334,7 @@ static void teardown(struct replayer *rp)
 }
 
 int replay_run(struct recording *r, replay_write_fn write, void *ctx, int verbose,
-	       struct replay_stats *st)
+	       int all_native, struct replay_stats *st)
 {
 	struct replayer rp = { .r = r, .verbose = verbose, .st = st };
 	struct rec_write w;
@@ -341,7 +342,7 @@ int replay_run(struct recording *r, replay_write_fn write, void *ctx, int verbos
 	int rc = 0, pending = 0;
 
 	memset(st, 0, sizeof(*st));
-	if (setup(&rp)) {
+	if (setup(&rp, all_native)) {
 		fprintf(stderr, "pyperf-pprof: out of memory setting up the replay\n");
 		teardown(&rp);
 		return -1;
@@ -438,7 +439,7 @@ int replay_main(const struct config *cfg)
 		rec_free(r);
 		return 1;
 	}
-	rc = replay_run(r, write_output, &m, cfg->verbose, &st);
+	rc = replay_run(r, write_output, &m, cfg->verbose, cfg->all_native, &st);
 	if (cfg->verbose)
 		fprintf(stderr, "pyperf-pprof: replay: target memory reads served %" PRIu64
 			", not in the recording %" PRIu64 "\n", r->reads, r->reads_missed);

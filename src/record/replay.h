@@ -28,12 +28,14 @@ typedef int (*replay_write_fn)(void *ctx, const struct profile *p, const struct 
  * Replays r (rec_replay_begin() must have installed its hooks): targets,
  * samples and writes in recorded order, with the caches a live session
  * uses. A recording that ends without a final write gets one. verbose:
- * 0 prints only problems, > 0 each target too, < 0 nothing. Returns 0,
+ * 0 prints only problems, > 0 each target too, < 0 nothing. all_native:
+ * every native frame, no native_filter (the filter is the replayer's
+ * choice, not the recording's). Returns 0,
  * or -1 when memory ran out or write failed (what was replayed until then
  * has been written).
  */
 int replay_run(struct recording *r, replay_write_fn write, void *ctx, int verbose,
-	       struct replay_stats *st);
+	       int all_native, struct replay_stats *st);
 
 /* The --replay command: cfg->replay to cfg->out in cfg->format. Exit code. */
 int replay_main(const struct config *cfg);

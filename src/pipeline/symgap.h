@@ -1,0 +1,37 @@
+/*
+ * Objects whose native frames stay unnamed (stripped, no debug file): a
+ * count per object file, and the closing hint saying what to install.
+ * Pure; unit-tested.
+ */
+#ifndef SYMGAP_H
+#define SYMGAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SYMGAP_OBJECTS	32	/* objects tracked; later ones are not counted */
+#define SYMGAP_PATH	256
+
+struct symgap_obj {
+	char path[SYMGAP_PATH];
+	char build_id[2 * 20 + 1];	/* lowercase hex, "" if none or longer */
+	uint64_t frames, unnamed;
+};
+
+struct symgap {
+	struct symgap_obj o[SYMGAP_OBJECTS];
+	size_t n;
+};
+
+/* Counts one native frame of the object at path (named: it had a symbol). */
+void symgap_count(struct symgap *g, const char *path, const char *build_id, int named);
+
+/*
+ * Writes into buf the hint for entry i, if at least min_frames of its
+ * frames were seen and at least min_percent of them were unnamed: what
+ * share, and what to install. Returns 1 if a hint was written, else 0.
+ */
+int symgap_hint(const struct symgap *g, size_t i, uint64_t min_frames,
+		unsigned min_percent, char *buf, size_t len);
+
+#endif

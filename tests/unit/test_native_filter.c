@@ -1,0 +1,200 @@
+/* Unit tests of the default native frame filter (native_filter.c) over
+ * synthetic stacks shaped like real ones, and of the unnamed-frame hint
+ * (symgap.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "merge.h"
+#include "native_filter.h"
+#include "symgap.h"
+
+static int failures, passes;
+
+#define I 1	/* in the interpreter object */
+#define O 0	/* in another object */
+
+struct nframe {
+	const char *name;	/* NULL: no symbol */
+	int in_interp;
+};
+
+static void expect(const char *what, int ok, const char *got, const char *want)
+{
+	if (ok) {
+		printf("ok %s\n", what);
+		passes++;
+	} else {
+		printf("FAIL %s: got '%s', want '%s'\n", what, got, want);
+		failures++;
+	}
+}
+
+/* Merges n native frames (leaf first; _PyEval_EvalFrameDefault marks the
+ * eval loop) with np Python frames, each its own eval-loop group, filters,
+ * and renders the names leaf first; "?" for a frame without a name. */
+static void check_stack(const char *what, const struct nframe *nf, size_t n,
+			const char *const *py, size_t np, int all_native, const char *want)
+{
+	uint8_t is_eval[64], hidden[64], entry[64];
+	struct merge_frame m[128];
+	unsigned mis;
+	char got[1024] = "";
+	size_t len = 0, k;
+
+	for (size_t i = 0; i < n; i++) {
+		is_eval[i] = nf[i].name && strcmp(nf[i].name, "_PyEval_EvalFrameDefault") == 0;
+		hidden[i] = (uint8_t)native_filter_hides(nf[i].name, nf[i].in_interp);
+	}
+	memset(entry, 1, sizeof(entry));
+	k = merge_stacks(is_eval, n, entry, np, m, 128, &mis);
+	if (!all_native)
+		k = native_filter_apply(m, k, hidden);
+	for (size_t i = 0; i < k; i++) {
+		const char *s = m[i].kind == MERGE_PYTHON ? py[m[i].index] : nf[m[i].index].name;
+
+		len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%s", i ? ";" : "",
+					s ? s : "?");
+	}
+	expect(what, strcmp(got, want) == 0, got, want);
+}
+
+static void test_stacks(void)
+{
+	/* The stack of the issue: a str method under two Python frames, with
+	 * the call machinery between them and start-up below <module>. */
+	static const struct nframe main_thread[] = {
+		{ "PyUnicode_Format", I }, { "_PyEval_EvalFrameDefault", I },
+		{ "_PyFunction_Vectorcall", I }, { "PyObject_Vectorcall", I },
+		{ "_PyObject_MakeTpCall", I }, { "PyObject_CallFunctionObjArgs", I },
+		{ "_PyEval_EvalFrameDefault", I }, { NULL, I }, { "PyEval_EvalCode", I },
+		{ "run_eval_code_obj", I }, { "run_mod", I }, { "_PyRun_SimpleFileObject", I },
+		{ "_PyRun_AnyFileObject", I }, { "Py_RunMain", I }, { "Py_BytesMain", I },
+		{ "__libc_start_call_main", O }, { "__libc_start_main", O }, { "_start", I },
+	};
+	static const char *const py2[] = { "format", "<module>" };
+	/* numpy: BLAS called from a C extension under a Python function. */
+	static const struct nframe blas[] = {
+		{ "dgemm_kernel", O }, { "cblas_dgemm", O }, { "DOUBLE_matmul", O },
+		{ "ufunc_generic_fastcall", O }, { "_PyObject_MakeTpCall", I },
+		{ "_PyEval_EvalFrameDefault", I }, { "_PyEval_EvalFrameDefault", I },
+		{ "Py_BytesMain", I }, { "__libc_start_main", O }, { "_start", I },
+	};
+	/* A worker thread: zlib in an extension module, GIL released; thread
+	 * start-up in libc and the interpreter below. */
+	static const struct nframe worker[] = {
+		{ "deflate_slow", O }, { "deflate", O }, { "zlib_compress", O },
+		{ "cfunction_vectorcall_FASTCALL_KEYWORDS", I },
+		{ "_PyEval_EvalFrameDefault", I }, { "_PyFunction_Vectorcall", I },
+		{ "thread_run", I }, { "pythread_wrapper", I }, { "start_thread", O },
+		{ "clone3", O },
+	};
+	/* Waiting: interpreter functions that say what the thread does. */
+	static const struct nframe waits[] = {
+		{ "__futex_abstimed_wait_common", O }, { "pthread_cond_timedwait", O },
+		{ "take_gil", I }, { "PyEval_RestoreThread", I }, { "time_sleep", I },
+		{ "_PyEval_EvalFrameDefault", I }, { "_start", I },
+	};
+	static const struct nframe io[] = {
+		{ "read", O }, { "_Py_read", I }, { "_io_FileIO_read", I },
+		{ "_io__Buffered_read", I }, { "method_vectorcall_VARARGS", I },
+		{ "_PyEval_EvalFrameDefault", I },
+	};
+	static const struct nframe misc[] = {
+		{ "sre_ucs1_search", I }, { "_sre_SRE_Pattern_search", I },
+		{ "gc_collect_main", I }, { "os_stat", I }, { "builtin_sorted", I },
+		{ "list_sort_impl", I }, { "PyTuple_New", I }, { "memcpy@plt", I },
+		{ "ffi_call", O }, { NULL, O }, { "py::f:/x.py", O },
+		{ "_PyEval_EvalFrameDefault", I },
+	};
+	static const struct nframe all_hidden[] = {
+		{ "PyTuple_New", I }, { "_PyObject_MakeTpCall", I }, { "_start", I },
+	};
+	static const char *const py1[] = { "f" };
+
+	check_stack("issue stack, default", main_thread, 18, py2, 2, 0, "PyUnicode_Format;format;<module>");
+	check_stack("issue stack, --all-native", main_thread, 18, py2, 2, 1,
+		    "PyUnicode_Format;format;_PyFunction_Vectorcall;PyObject_Vectorcall;"
+		    "_PyObject_MakeTpCall;PyObject_CallFunctionObjArgs;<module>;?;PyEval_EvalCode;"
+		    "run_eval_code_obj;run_mod;_PyRun_SimpleFileObject;_PyRun_AnyFileObject;"
+		    "Py_RunMain;Py_BytesMain;__libc_start_call_main;__libc_start_main;_start");
+	check_stack("BLAS under its Python function", blas, 10, py2, 2, 0,
+		    "dgemm_kernel;cblas_dgemm;DOUBLE_matmul;ufunc_generic_fastcall;format;<module>");
+	check_stack("zlib worker thread", worker, 10, py1, 1, 0, "deflate_slow;deflate;zlib_compress;f");
+	check_stack("GIL wait in time.sleep", waits, 7, py1, 1, 0,
+		    "__futex_abstimed_wait_common;pthread_cond_timedwait;take_gil;"
+		    "PyEval_RestoreThread;time_sleep;f");
+	check_stack("file read", io, 6, py1, 1, 0, "read;_Py_read;_io_FileIO_read;_io__Buffered_read;f");
+	check_stack("re, gc, os, builtins kept; calls, PLT, trampolines hidden", misc, 12, py1, 1, 0,
+		    "sre_ucs1_search;_sre_SRE_Pattern_search;gc_collect_main;os_stat;builtin_sorted;"
+		    "list_sort_impl;ffi_call;?;f");
+	check_stack("everything hidden: the leaf stays", all_hidden, 3, NULL, 0, 0, "PyTuple_New");
+	check_stack("Python frames only", NULL, 0, py2, 2, 0, "format;<module>");
+}
+
+static void test_rules(void)
+{
+	const struct nf_rule *r = native_filter_rules();
+	size_t n = 0;
+	char got[8];
+
+	for (; r[n].name; n++)
+		;
+	snprintf(got, sizeof(got), "%zu", n);
+	expect("rule table is terminated and not empty", n > 10, got, "> 10");
+	expect("unnamed frame outside the interpreter kept", !native_filter_hides(NULL, 0), "hidden", "kept");
+	expect("unnamed frame in the interpreter hidden", native_filter_hides("", 1), "kept", "hidden");
+	expect("a kept prefix does not leak outside the interpreter scope",
+	       !native_filter_hides("PyObject_Vectorcall", 0), "hidden", "kept");
+	expect("exact rules are exact", native_filter_hides("collect_exception_group_leaf_ids", 1),
+	       "kept", "hidden");
+}
+
+static void test_symgap(void)
+{
+	struct symgap g = { 0 };
+	char buf[512] = "";
+	int r;
+
+	for (int i = 0; i < 1000; i++)
+		symgap_count(&g, "/usr/bin/python3.11", "c561f3aa7232f2bd6ac6d56bd475f1c154a00486", i % 3 == 0);
+	for (int i = 0; i < 1000; i++)
+		symgap_count(&g, "/usr/lib/x86_64-linux-gnu/libc.so.6", "", i % 50 != 0);
+	for (int i = 0; i < 50; i++)
+		symgap_count(&g, "/opt/x/libfoo.so", "", 0);
+	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
+	expect("stripped interpreter: hint names the package and the debug file",
+	       r == 1 && strstr(buf, "66% of the native frames in /usr/bin/python3.11") &&
+	       strstr(buf, "python3.11-dbg=") &&
+	       strstr(buf, "/usr/lib/debug/.build-id/c5/61f3aa7232f2bd6ac6d56bd475f1c154a00486.debug"),
+	       buf, "66% ... python3.11-dbg= ... .build-id/c5/61f3....debug");
+	buf[0] = '\0';
+	r = symgap_hint(&g, 1, 100, 10, buf, sizeof(buf));
+	expect("2% unnamed: no hint", r == 0, buf, "");
+	r = symgap_hint(&g, 2, 100, 10, buf, sizeof(buf));
+	expect("too few frames: no hint", r == 0, buf, "");
+	r = symgap_hint(&g, 3, 100, 10, buf, sizeof(buf));
+	expect("out of range: no hint", r == 0, buf, "");
+	for (int i = 0; i < 2 * SYMGAP_OBJECTS; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/lib/o%d.so", i);
+		symgap_count(&g, p, "", 1);
+	}
+	snprintf(buf, sizeof(buf), "%zu", g.n);
+	expect("object table bounded", g.n == SYMGAP_OBJECTS, buf, "SYMGAP_OBJECTS");
+	g.n = 0;
+	for (int i = 0; i < 200; i++)
+		symgap_count(&g, "/usr/lib/libz.so.1", "", 0);
+	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
+	expect("other objects: generic hint", r == 1 && strstr(buf, "dpkg -S /usr/lib/libz.so.1"),
+	       buf, "... dpkg -S /usr/lib/libz.so.1");
+}
+
+int main(void)
+{
+	test_stacks();
+	test_rules();
+	test_symgap();
+	printf("%d passed, %d failed\n", passes, failures);
+	return failures ? 1 : 0;
+}
