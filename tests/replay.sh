@@ -7,6 +7,8 @@
 #   NAME.collapsed  `--replay NAME.rec --format collapsed`, exactly;
 #   NAME.raw        `go tool pprof -raw` of the replayed profile, exactly
 #                   (when go is installed);
+#   NAME.all-native.collapsed  the same with --all-native (every native
+#                   frame, the interpreter's own ones too), where present;
 # and that two replays write the same bytes, and that each native object
 # is opened once (-v). Then checks that replay needs
 # no privileges (as nobody, when run as root) and that damaged recordings
@@ -61,6 +63,23 @@ for rec in "$rdir"/*.rec; do
 			continue
 		fi
 		what="collapsed output and go tool pprof -raw"
+	fi
+	# Recordings with native frames: the default hides the interpreter's
+	# own frames (native_filter.c); --all-native must show every frame.
+	if [ -f "$rdir/$name.all-native.collapsed" ]; then
+		if ! "$PYPERF" --replay "$rec" -q --all-native --format collapsed -o "$work/$name.all.collapsed" ||
+		   ! diff -u "$rdir/$name.all-native.collapsed" "$work/$name.all.collapsed" > "$work/$name.alldiff"; then
+			head -20 "$work/$name.alldiff"
+			fail "$name: --all-native output differs from $name.all-native.collapsed"
+			continue
+		fi
+		# The issue's noise, by name: gone by default, there with --all-native.
+		noise='(^|;)(PyObject_Vectorcall|_PyFunction_Vectorcall|_PyObject_MakeTpCall|PyEval_EvalCode|_PyRun_[A-Za-z]*|Py_RunMain|Py_BytesMain|__libc_start_[a-z_]*|_start|\[python3\.11\])(;| [0-9]+$)'
+		if grep -Eq "$noise" "$work/$name.collapsed" || ! grep -Eq "$noise" "$work/$name.all.collapsed"; then
+			fail "$name: interpreter frames shown by default, or missing with --all-native"
+			continue
+		fi
+		what="$what, --all-native output"
 	fi
 	echo "PASS $name: $what as expected ($(awk '{s += $NF} END {print s}' "$work/$name.collapsed") samples), replay deterministic"
 done

@@ -97,7 +97,11 @@ record_one() {
 		die "$name: replayed profile differs from the live one (bytes)"
 	"$PYPERF" --replay "$work/$name.rec" -q --format collapsed -o "$work/$name.collapsed" ||
 		die "$name: replay --format collapsed failed"
+	"$PYPERF" --replay "$work/$name.rec" -q --all-native --format collapsed -o "$work/$name.all-native.collapsed" ||
+		die "$name: replay --all-native failed"
 	cp "$work/$name.rec" "$work/$name.collapsed" "$here/"
+	cmp -s "$work/$name.collapsed" "$work/$name.all-native.collapsed" ||
+		cp "$work/$name.all-native.collapsed" "$here/"
 	[ $have_go = 1 ] && cp "$work/$name.raw" "$here/"
 	echo "$name: $(wc -c < "$here/$name.rec") bytes, $(awk '{n += $NF} END {print n}' "$here/$name.collapsed") samples, replay equals the live profile"
 }
