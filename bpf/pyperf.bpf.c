@@ -28,6 +28,9 @@ const volatile __u32 pidns_ino = 0;
 /* --gil: only samples of threads holding the GIL are sent. */
 const volatile bool gil_only = false;
 
+/* --kernel: the kernel stack of samples taken in the kernel. */
+const volatile bool kernel_stacks = false;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -422,10 +425,22 @@ fail:
 	return 0;
 }
 
+/* Appends the kernel stack after the user stack at off; returns the
+ * number of addresses written. */
+static __always_inline __u16 copy_kernel_stack(void *ctx, struct py_sample *s, __u64 off)
+{
+	long n;
+
+	if (off > sizeof(*s) - PYPERF_MAX_KFRAMES * sizeof(__u64))
+		return 0;
+	n = bpf_get_stack(ctx, (void *)s + off, PYPERF_MAX_KFRAMES * sizeof(__u64), 0);
+	return n > 0 ? (__u16)(n / sizeof(__u64)) : 0;
+}
+
 /* Walks the current thread's Python stack (and copies its user stack)
  * into a record and sends it. ip is where the thread was interrupted (a
  * kernel address when it was in a system call). */
-static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
+static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u32 flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid, tid, cpu = bpf_get_smp_processor_id();
@@ -460,6 +475,7 @@ static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
 	s->h.period = period;
 	s->h.flags = flags;
 	s->h.nframes = 0;
+	s->h.nkframes = 0;
 	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
 
 	tstate = find_tstate(cfg, tid, &err);
@@ -487,6 +503,11 @@ static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
 	s->h.nframes = w.n;
 	s->h.stack_len = stack_bytes ? copy_user_stack(ip, s, w.n) : 0;
 	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + s->h.stack_len;
+	/* ip has the top bit set: interrupted in the kernel (x86_64). */
+	if (kernel_stacks && (__s64)ip < 0) {
+		s->h.nkframes = copy_kernel_stack(ctx, s, size);
+		size += (__u64)s->h.nkframes * sizeof(__u64);
+	}
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	if (bpf_ringbuf_output(&events, s, size, wakeup_flag())) {
@@ -500,7 +521,7 @@ static __always_inline int sample_current(__u64 ip, __u64 period, __u32 flags)
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	return sample_current(ctx->regs.ip, ctx->sample_period, 0);
+	return sample_current(ctx, ctx->regs.ip, ctx->sample_period, 0);
 }
 
 /*
@@ -515,7 +536,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct py_sample_hdr h = {};
 	__u32 tgid;
 
-	sample_current(0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
+	sample_current(ctx, 0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
 	if (pid_nr_in_our_ns(BPF_CORE_READ(next, group_leader, thread_pid), &tgid) ||
 	    !bpf_map_lookup_elem(&procs, &tgid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(next, thread_pid), &h.tid))

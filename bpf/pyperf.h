@@ -18,6 +18,7 @@
 #define PYPERF_NO_FIELD		0xffff	/* offset of a field this version lacks */
 #define PYPERF_MAX_STACK	(64 << 10)	/* user stack bytes copied, at most */
 #define PYPERF_FRAME_WIN	512	/* frame bytes read at once (power of 2) */
+#define PYPERF_MAX_KFRAMES	64	/* kernel frames per sample (--kernel) */
 
 /* How a version links its frames; decides the walk in pyperf.bpf.c. */
 enum py_frame_kind {
@@ -148,7 +149,7 @@ struct py_sample_hdr {
 	__u64 tstate;
 	__u32 flags;		/* SAMPLE_F_* */
 	__u16 nframes;		/* py_frame_rec entries that follow */
-	__u16 _pad;
+	__u16 nkframes;		/* kernel return addresses after the stack */
 	char comm[PYPERF_COMM_LEN];
 	__u64 regs[PYPERF_NREGS];	/* user registers (native stacks on) */
 	__u32 stack_len;	/* user stack bytes after the frames */
@@ -156,17 +157,24 @@ struct py_sample_hdr {
 };
 
 /* The ring buffer record: header, then nframes frames, innermost first,
- * then stack_len bytes of user stack starting at regs[PYREG_SP]. Only the
- * used part is sent: the stack bytes follow frames[nframes - 1]. */
+ * then stack_len bytes of user stack starting at regs[PYREG_SP], then
+ * nkframes __u64 kernel addresses, innermost first (--kernel, samples
+ * taken in the kernel). Only the used part is sent: the stack bytes follow
+ * frames[nframes - 1]. */
 struct py_sample {
 	struct py_sample_hdr h;
 	struct py_frame_rec frames[PYPERF_MAX_FRAMES];
 	__u8 stack[PYPERF_MAX_STACK];
-	__u8 slack[4096];	/* lets the verifier bound page-wise copies */
+	__u8 slack[4096];	/* lets the verifier bound page-wise copies;
+				 * holds the kernel frames after a full stack */
 };
 
 /* Where the copied stack starts inside a record. */
 #define PY_SAMPLE_STACK_OFF(nframes) \
 	(sizeof(struct py_sample_hdr) + (nframes) * sizeof(struct py_frame_rec))
+
+/* ... and where its kernel frames start. */
+#define PY_SAMPLE_KSTACK_OFF(nframes, stack_len) \
+	(PY_SAMPLE_STACK_OFF(nframes) + (stack_len))
 
 #endif /* PYPERF_H */

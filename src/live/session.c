@@ -66,6 +66,7 @@ struct session {
 	int nevents;
 	struct ring_buffer *rb;
 	struct sample_sink sink;
+	struct ksym_table *ksym;	/* --kernel; read before privileges go */
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	struct bpf_link *exec_link, *fork_link, *switch_link;
 	uint64_t bpf_stats[STAT__COUNT];
@@ -180,6 +181,7 @@ static int load_bpf(struct session *s)
 	bpf_map__set_max_entries(s->skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	s->skel->rodata->stack_bytes = s->cfg->stack_bytes;
 	s->skel->rodata->gil_only = s->cfg->gil_only;
+	s->skel->rodata->kernel_stacks = s->cfg->kernel;
 	if (stat("/proc/self/ns/pid", &ns)) {
 		fprintf(stderr, "pyperf-pprof: cannot stat /proc/self/ns/pid: %s (is /proc mounted?)\n",
 			strerror(errno));
@@ -585,6 +587,16 @@ static int setup_profile(struct session *s)
 	s->sink.threads = pythread_cache_new(THREADCACHE_ENTRIES);
 	if (!s->sink.prof || !s->sink.syms || !s->sink.threads)
 		return -1;
+	if (s->cfg->kernel) {
+		char err[512];
+
+		s->ksym = ksym_load("/proc/kallsyms", err, sizeof(err));
+		if (!s->ksym) {
+			fprintf(stderr, "pyperf-pprof: %s\n", err);
+			return -1;
+		}
+		s->sink.ksym = s->ksym;
+	}
 	if (!s->cfg->stack_bytes)
 		return 0;
 	s->sink.all_native = s->cfg->all_native;
@@ -775,6 +787,7 @@ static void cleanup(struct session *s)
 	unwind_ctx_free(s->sink.unw);
 	nsym_ctx_free(s->sink.nsym);
 	objcache_free(s->sink.objs);
+	ksym_free(s->ksym);
 	profile_free(s->sink.prof);
 	targets_free(&s->ts);
 }

@@ -45,8 +45,16 @@ static const struct nf_rule rules[] = {
 	KEEP("gc_collect"), KEEP("_PyGC_"), KEEP("PyGC_Collect"), KEEP_EXACT("collect"),
 	KEEP("collect_with_callback"), KEEP("collect_generations"),
 	/* Builtins doing work. */
-	KEEP("builtin_"), KEEP("list_sort"), KEEP("math_"), KEEP("_json"),
-	KEEP("marshal_"), KEEP("_imp_"),
+	KEEP("builtin_"), KEEP("list_sort"), KEEP("marshal_"), KEEP("_imp_"),
+	/* Extension modules some builds (Debian's) link into the interpreter
+	 * rather than load from lib-dynload: their functions are work too. */
+	KEEP("zlib_"), KEEP("sock_"), KEEP("socket_"), KEEP("_sha"), KEEP("sha_"),
+	KEEP("SHA"), KEEP("_blake2"), KEEP("blake2"), KEEP("_md5"), KEEP("md5_"),
+	KEEP("Keccak"), KEEP("math_"), KEEP("cmath_"), KEEP("binascii_"),
+	KEEP("_pickle_"), KEEP("_struct_"), KEEP("_json"), KEEP("_csv_"),
+	KEEP("_elementtree_"), KEEP("pyexpat_"), KEEP("unicodedata_"),
+	KEEP("_random_"), KEEP("_bisect_"), KEEP("_heapq_"), KEEP("array_"),
+	KEEP("_posixsubprocess_"), KEEP("subprocess_fork_exec"), KEEP("fcntl_"),
 	{ NULL, 0, 0, 0 },
 };
 

@@ -181,6 +181,35 @@ static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
 	return n;
 }
 
+/* --kernel: the kernel frames of the record go on top of the n frames
+ * of k->locs, in the "[kernel]" mapping. Returns the new count; n when
+ * the record has none (or they do not fit in it). */
+static size_t kernel_frames(struct sample_sink *k, const struct py_sample *s, size_t size,
+			    size_t n)
+{
+	struct profile_mapping_desc m = { .filename = "[kernel]", .has_functions = true };
+	size_t off = PY_SAMPLE_KSTACK_OFF(s->h.nframes, s->h.stack_len);
+	size_t nk = s->h.nkframes, cap = sizeof(k->locs) / sizeof(k->locs[0]);
+	uint64_t mid, ip;
+
+	if (!k->ksym || !nk || nk > PYPERF_MAX_KFRAMES || off + nk * sizeof(ip) > size ||
+	    n + nk > cap)
+		return n;
+	mid = profile_mapping(k->prof, &m);
+	memmove(k->locs + nk, k->locs, n * sizeof(k->locs[0]));
+	for (size_t i = 0; i < nk; i++) {
+		const char *name;
+		uint64_t fid;
+
+		memcpy(&ip, (const uint8_t *)s + off + i * sizeof(ip), sizeof(ip));
+		name = ksym_name(k->ksym, ip);
+		fid = profile_function(k->prof, name ? name : "[kernel]", "", "", 0);
+		k->locs[i] = fid && mid ? profile_location(k->prof, mid, ip, fid, 0) : 0;
+	}
+	k->n.kernel_stacks++;
+	return n + nk;
+}
+
 /* Puts loc at the leaf end of k->locs. */
 static size_t prepend(struct sample_sink *k, size_t n, uint64_t loc)
 {
@@ -359,7 +388,9 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		k->n.read_errors++;
 	nn = k->unw ? native_frames(k, t, s, size) : 0;
 	n = merged_stack(k, nn, np);
-	if ((s->h.flags & SAMPLE_F_KERNEL) && k->unw)
+	if (s->h.nkframes && k->ksym)
+		n = kernel_frames(k, s, size, n);
+	else if ((s->h.flags & SAMPLE_F_KERNEL) && k->unw)
 		n = prepend(k, n, synthetic(k, "[kernel]"));
 	if (s->h.flags & SAMPLE_F_TRUNCATED) {
 		k->n.truncated++;

@@ -11,6 +11,7 @@
 #include "symgap.h"
 #include "nsym.h"
 #include "objcache.h"
+#include "ksym.h"
 #include "profile.h"
 #include "unwind.h"
 #include "pysym.h"
@@ -31,6 +32,7 @@ struct sample_counts {
 	uint64_t stack_errors;	/* BPF could not copy the user stack */
 	uint64_t merge_errors;	/* eval loops and Python groups that did not pair */
 	uint64_t offcpu_dropped;	/* wall mode: more threads off CPU than OFFCPU_MAX */
+	uint64_t kernel_stacks;		/* --kernel: samples with kernel frames */
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
@@ -66,6 +68,7 @@ struct sample_sink {
 	struct offcpu offcpu[OFFCPU_MAX];
 	struct nsym_ctx *nsym;
 	int all_native;				/* 1: no native_filter */
+	const struct ksym_table *ksym;		/* --kernel: names of kernel frames */
 	struct symgap gaps;			/* unnamed native frames per object */
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];

@@ -106,6 +106,11 @@ static void test_stacks(void)
 		{ "ffi_call", O }, { NULL, O }, { "py::f:/x.py", O },
 		{ "_PyEval_EvalFrameDefault", I },
 	};
+	/* zlib linked into the interpreter (Debian): still a module at work. */
+	static const struct nframe builtin_zlib[] = {
+		{ "deflate", O }, { "zlib_compress_impl", I }, { "zlib_compress", I },
+		{ "cfunction_vectorcall_FASTCALL_KEYWORDS", I }, { "_PyEval_EvalFrameDefault", I },
+	};
 	static const struct nframe all_hidden[] = {
 		{ "PyTuple_New", I }, { "_PyObject_MakeTpCall", I }, { "_start", I },
 	};
@@ -127,6 +132,8 @@ static void test_stacks(void)
 	check_stack("re, gc, os, builtins kept; calls, PLT, trampolines hidden", misc, 12, py1, 1, 0,
 		    "sre_ucs1_search;_sre_SRE_Pattern_search;gc_collect_main;os_stat;builtin_sorted;"
 		    "list_sort_impl;ffi_call;?;f");
+	check_stack("zlib built into the interpreter", builtin_zlib, 5, py1, 1, 0,
+		    "deflate;zlib_compress_impl;zlib_compress;f");
 	check_stack("everything hidden: the leaf stays", all_hidden, 3, NULL, 0, 0, "PyTuple_New");
 	check_stack("Python frames only", NULL, 0, py2, 2, 0, "format;<module>");
 }

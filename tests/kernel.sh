@@ -1,0 +1,46 @@
+#!/bin/sh
+# --kernel: a Python function reading /dev/zero in a loop (Debian's
+# python3.11) spends most samples in the read system call; with --kernel
+# the kernel's read path (ksys_read, vfs_read, read_zero) must sit above
+# the Python function in most of them, and without it in none. Also: a
+# kallsyms without addresses (kernel.kptr_restrict) is refused with a
+# clear line (unit-tested in tests/unit/test_ksym.c).
+set -u
+: "${PYPERF:=./pyperf-pprof}"
+: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${GO:=go}"
+: "${PYTHON3:=/usr/bin/python3}"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
+command -v "$GO" >/dev/null 2>&1 || { echo "SKIP: go (go tool pprof) not installed"; exit 77; }
+py=/usr/bin/python3.11
+[ -x $py ] || { echo "SKIP: $py not installed"; exit 77; }
+work=$(mktemp -d /tmp/pyperf-kernel.XXXXXX)
+export HOME=$work
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+failed=0
+
+$py "$TOP_SRCDIR/tests/workloads/devzero.py" 30 > "$work/ready" &
+pid=$!
+i=0
+until grep -q ready "$work/ready" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+done
+"$PYPERF" --pid $pid -d 2000 --kernel -q -o "$work/k.pb.gz" || failed=1
+"$PYPERF" --pid $pid -d 1000 -q -o "$work/nok.pb.gz" || failed=1
+kill $pid; wait $pid 2>/dev/null; pid=
+check() {
+	PYTHONPATH=$TOP_SRCDIR/tests "$PYTHON3" "$TOP_SRCDIR/tests/check_shape.py" --go "$GO" \
+		--func read_dev_zero --native '^(ksys_read|vfs_read|read_zero|__x64_sys_read)$' "$@"
+}
+if check "$work/k.pb.gz" --min-share 0.5; then
+	echo "PASS --kernel: kernel read path above read_dev_zero"
+else
+	echo "FAIL --kernel: kernel read path missing above read_dev_zero"; failed=1
+fi
+if check "$work/nok.pb.gz" --max-share 0; then
+	echo "PASS without --kernel: no kernel frames"
+else
+	echo "FAIL without --kernel: kernel frames shown"; failed=1
+fi
+exit $failed
