@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 PACKAGES="autoconf automake libtool pkg-config make gcc clang llvm \
 libbpf-dev bpftool protobuf-c-compiler libprotobuf-c-dev libelf-dev \
 libunwind-dev zlib1g-dev golang-go python3 python3-dev gdb util-linux \
-chromium graphviz valgrind libclang-rt-14-dev"
+chromium graphviz valgrind libclang-rt-14-dev binutils \
+python3-numpy libblas3"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bootstrap: run as root (apt-get install, BPF and perf events need it)" >&2
@@ -22,6 +23,15 @@ command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES nodejs npm"
 apt-get update -q
 # shellcheck disable=SC2086
 apt-get install -y -q $PACKAGES
+# The stripped /usr/bin/python3.11's debug file: python3.11-dbg of exactly
+# the interpreter's version (a debug file matches one build id). When the
+# archive no longer has that version, both move to the newest one together.
+pyver=$(dpkg-query -W -f '${Version}' python3.11-minimal)
+if ! apt-get install -y -q "python3.11-dbg=$pyver" "libpython3.11-dbg=$pyver"; then
+	echo "bootstrap: python3.11-dbg $pyver is not in the archive; upgrading python3.11 and its -dbg together" >&2
+	apt-get install -y -q python3.11 python3.11-minimal libpython3.11-minimal \
+		libpython3.11-stdlib python3.11-dbg libpython3.11-dbg
+fi
 
 autoreconf -fi
 ./configure

@@ -10,6 +10,7 @@
 
 _pyperf_pprof_static_opts='-p --pid -d --duration -o --out --format -e --event
 -c --sample-period -F --frequency --ringbuf-size --no-native --native
+--all-native --kernel
 --stack-bytes -v --verbose -q --quiet -h --help --version --subprocesses
 --interval --keep --mode --gil --record --replay'
 # Options that take an argument (the rest are flags).
