@@ -25,7 +25,7 @@ pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 failed=0
 
-# run_scenario NAME WORKLOAD DURATION_MS [WORKLOAD ARGS]
+# run_scenario NAME WORKLOAD DURATION_MS [WORKLOAD ARGS] [CHECK ARGS] [PROFILER ARGS]
 run_scenario() {
 	out="$work/$1.pb.gz"
 	rm -f "$work/ready"	# or the last workload's "ready" is seen at once
@@ -39,7 +39,8 @@ run_scenario() {
 		fi
 		sleep 0.1
 	done
-	"$PYPERF" --pid $pid -d "$3" -o "$out" -v > "$work/log" 2>&1
+	# shellcheck disable=SC2086
+	"$PYPERF" --pid $pid -d "$3" -o "$out" -v ${6:-} > "$work/log" 2>&1
 	rc=$?
 	kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=
 	sed 's/^/  /' "$work/log"
@@ -76,7 +77,9 @@ for s in $SCENARIOS; do
 	deep) run_scenario deep deep.py 1000 ;;
 	threads) run_scenario threads threads.py 2000 ;;
 	truncated) run_scenario truncated deep.py 1000 1100 ;;
-	native) run_scenario native native.py 2000 "" "$ext_args" ;;
+	# Every native frame: the check measures how many stacks unwind to
+	# _start, which the default filter hides (native_filter.c).
+	native) run_scenario native native.py 2000 "" "$ext_args" --all-native ;;
 	esac
 done
 exit $failed
