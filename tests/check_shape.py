@@ -17,7 +17,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("profile")
     ap.add_argument("--go", default="go")
-    ap.add_argument("--func", required=True, help="Python function (file *.py)")
+    ap.add_argument("--func", required=True, help="Python function (a frame with a file)")
     ap.add_argument("--native", required=True, help="regex over native function names")
     ap.add_argument("--min-share", type=float, default=None)
     ap.add_argument("--max-share", type=float, default=None)
@@ -30,12 +30,12 @@ def main():
     total = hit = not_held = 0
     for values, frames, labels in prof.stacks():
         n = values[0]
-        idx = [i for i, (fn, fl, _) in enumerate(frames) if fn == a.func and fl.endswith(".py")]
+        idx = [i for i, (fn, fl, _) in enumerate(frames) if fn == a.func and fl]
         if not idx:
             continue
         total += n
         # Leaf first: frames before the innermost FUNC frame are its callees.
-        if any(native.search(fn) and not fl.endswith(".py") for fn, fl, _ in frames[:idx[0]]):
+        if any(native.search(fn) and not fl for fn, fl, _ in frames[:idx[0]]):
             hit += n
             not_held += n if labels.get("gil") == "not_held" else 0
     share = float(hit) / total if total else 0.0

@@ -29,18 +29,41 @@ done
 "$PYPERF" --pid $pid -d 2000 --kernel -q -o "$work/k.pb.gz" || failed=1
 "$PYPERF" --pid $pid -d 1000 -q -o "$work/nok.pb.gz" || failed=1
 kill $pid; wait $pid 2>/dev/null; pid=
-check() {
-	PYTHONPATH=$TOP_SRCDIR/tests "$PYTHON3" "$TOP_SRCDIR/tests/check_shape.py" --go "$GO" \
-		--func read_dev_zero --native '^(ksys_read|vfs_read|read_zero|__x64_sys_read)$' "$@"
+check() {	# PROFILE CHECK_SHAPE ARGS
+	PYTHONPATH=$TOP_SRCDIR/tests "$PYTHON3" "$TOP_SRCDIR/tests/check_shape.py" --go "$GO" "$@"
 }
-if check "$work/k.pb.gz" --min-share 0.5; then
+read_path='^(ksys_read|vfs_read|read_zero|__x64_sys_read)$'
+
+if check "$work/k.pb.gz" --func read_dev_zero --native "$read_path" --min-share 0.5; then
 	echo "PASS --kernel: kernel read path above read_dev_zero"
 else
 	echo "FAIL --kernel: kernel read path missing above read_dev_zero"; failed=1
 fi
-if check "$work/nok.pb.gz" --max-share 0; then
+if check "$work/nok.pb.gz" --func read_dev_zero --native "$read_path" --max-share 0; then
 	echo "PASS without --kernel: no kernel frames"
 else
 	echo "FAIL without --kernel: kernel frames shown"; failed=1
+fi
+# Wall mode samples in sched_switch: the sleeping thread's kernel path
+# (do_nanosleep, schedule) above time.sleep, and none of the profiler's own
+# BPF or tracepoint frames.
+$py -c 'import time
+def sleep_loop():
+    while True:
+        time.sleep(0.01)
+print("ready", flush=True)
+sleep_loop()' > "$work/ready2" &
+pid=$!
+i=0
+until grep -q ready "$work/ready2" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+done
+"$PYPERF" --pid $pid -d 1500 --mode wall --kernel -q -o "$work/w.pb.gz" || failed=1
+kill $pid; wait $pid 2>/dev/null; pid=
+if check "$work/w.pb.gz" --func sleep_loop --native '^(do_nanosleep|schedule|__schedule)$' --min-share 0.5 &&
+   check "$work/w.pb.gz" --func sleep_loop --native '^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_)' --max-share 0; then
+	echo "PASS --mode wall --kernel: the sleep path, no tracing frames"
+else
+	echo "FAIL --mode wall --kernel"; failed=1
 fi
 exit $failed

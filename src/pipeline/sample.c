@@ -181,6 +181,25 @@ static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
 	return n;
 }
 
+static const char *kernel_name(struct sample_sink *k, const struct py_sample *s, size_t off)
+{
+	uint64_t ip;
+
+	memcpy(&ip, (const uint8_t *)s + off, sizeof(ip));
+	return ksym_name(k->ksym, ip);
+}
+
+static int is_tracing_frame(const char *name)
+{
+	static const char *const prefix[] = { "bpf_prog_", "bpf_trace_run", "__traceiter_",
+					      "__bpf_trace_" };
+
+	for (size_t i = 0; name && i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (strncmp(name, prefix[i], strlen(prefix[i])) == 0)
+			return 1;
+	return 0;
+}
+
 /* --kernel: the kernel frames of the record go on top of the n frames
  * of k->locs, in the "[kernel]" mapping. Returns the new count; n when
  * the record has none (or they do not fit in it). */
@@ -195,15 +214,17 @@ static size_t kernel_frames(struct sample_sink *k, const struct py_sample *s, si
 	if (!k->ksym || !nk || nk > PYPERF_MAX_KFRAMES || off + nk * sizeof(ip) > size ||
 	    n + nk > cap)
 		return n;
+	/* Wall mode samples in sched_switch, from inside our BPF program:
+	 * its own frames and the tracepoint's are not the thread's. */
+	while (nk && is_tracing_frame(kernel_name(k, s, off)))
+		off += sizeof(ip), nk--;
 	mid = profile_mapping(k->prof, &m);
 	memmove(k->locs + nk, k->locs, n * sizeof(k->locs[0]));
 	for (size_t i = 0; i < nk; i++) {
-		const char *name;
-		uint64_t fid;
+		const char *name = kernel_name(k, s, off + i * sizeof(ip));
+		uint64_t fid = profile_function(k->prof, name ? name : "[kernel]", "", "", 0);
 
 		memcpy(&ip, (const uint8_t *)s + off + i * sizeof(ip), sizeof(ip));
-		name = ksym_name(k->ksym, ip);
-		fid = profile_function(k->prof, name ? name : "[kernel]", "", "", 0);
 		k->locs[i] = fid && mid ? profile_location(k->prof, mid, ip, fid, 0) : 0;
 	}
 	k->n.kernel_stacks++;
