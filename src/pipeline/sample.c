@@ -103,6 +103,20 @@ static uint64_t unknown_native(struct sample_sink *k, const struct nsym_result *
 	return profile_function(k->prof, name, "", "", 0);
 }
 
+/* native_filter_hides(name, in_interp) of function fid, memoized. */
+static uint8_t hides(struct sample_sink *k, uint64_t fid, const char *name, int in_interp)
+{
+	uint64_t prof = profile_serial(k->prof);
+	struct hide_memo *m = &k->hmemo[(fid * 2 + (uint64_t)in_interp) % HIDE_MEMO];
+
+	if (!fid)
+		return (uint8_t)native_filter_hides(name, in_interp);
+	if (m->prof != prof || m->fid != fid || m->in_interp != in_interp)
+		*m = (struct hide_memo){ prof, fid, (uint8_t)in_interp,
+					 (uint8_t)native_filter_hides(name, in_interp) };
+	return m->hide;
+}
+
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
 static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
@@ -118,7 +132,6 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 	named = r.status == NSYM_OK;
 	*is_eval = named && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
 	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
-	*hide = (uint8_t)native_filter_hides(named ? r.name : NULL, in_interp);
 	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
 		symgap_count(&k->gaps, r.path, r.build_id, named);
 	if (r.status != NSYM_NO_MAPPING) {
@@ -132,6 +145,7 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 	}
 	fid = r.status == NSYM_OK ? profile_function(k->prof, r.name, "", "", 0)
 				  : unknown_native(k, &r);
+	*hide = hides(k, fid, named ? r.name : NULL, in_interp);
 	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
 }
 

@@ -45,6 +45,14 @@ struct loc_memo {
 	uint64_t prof;		/* profile_serial() the location belongs to */
 	uint64_t loc;
 };
+/* A native function's native_filter verdict, by function id: the rule
+ * table is too long to match on every frame of every sample. */
+#define HIDE_MEMO 1024
+struct hide_memo {
+	uint64_t prof;		/* profile_serial(); 0: empty */
+	uint64_t fid;
+	uint8_t in_interp, hide;
+};
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
 /* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
@@ -82,6 +90,7 @@ struct sample_sink {
 	struct merge_frame merged[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES];
 	uint32_t tids[TID_SET_SIZE];		/* open addressing, 0 = empty */
 	struct loc_memo memo[LOC_MEMO];
+	struct hide_memo hmemo[HIDE_MEMO];
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target
