@@ -555,8 +555,10 @@ static void keep_functions(uint8_t *shadow, const uint8_t *img, size_t size,
 
 static int kept_name(const char *name)
 {
+	/* The PLT stubs and their relocations: plt.c names the stubs. */
 	static const char *const names[] = { ".gnu_debuglink", ".eh_frame", ".eh_frame_hdr",
-					     ".debug_frame", NULL };
+					     ".debug_frame", ".plt", ".plt.sec", ".plt.got",
+					     ".rela.plt", ".rela.dyn", NULL };
 
 	for (const char *const *n = names; *n; n++)
 		if (strcmp(name, *n) == 0)
@@ -615,6 +617,13 @@ static uint8_t *elf_reduce(const uint8_t *img, size_t size)
 				      str.sh_type != SHT_NOBITS;
 
 			keep_functions(shadow, img, size, &sh, has_str ? &str : NULL);
+			/* .dynsym whole: the PLT's relocations name undefined
+			 * symbols, which keep_functions() leaves out. */
+			if (sh.sh_type == SHT_DYNSYM) {
+				keep(shadow, img, size, sh.sh_offset, sh.sh_size);
+				if (has_str)
+					keep(shadow, img, size, str.sh_offset, str.sh_size);
+			}
 		} else if (sh.sh_type == SHT_NOTE || sh.sh_type == SHT_SYMTAB_SHNDX ||
 			   kept_name(name)) {
 			keep(shadow, img, size, sh.sh_offset, sh.sh_size);
