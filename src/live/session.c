@@ -654,6 +654,9 @@ static void print_summary(struct session *s)
 		say(s, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
 		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches\n",
 		    n->native_stacks, n->native_errors, n->stack_errors, n->merge_errors);
+	if (s->ksym)
+		say(s, "pyperf-pprof: kernel: %" PRIu64 " samples with kernel frames (%zu kernel symbols)\n",
+		    n->kernel_stacks, ksym_count(s->ksym));
 	print_symbol_gaps(s);
 	if (!s->cfg->verbose)
 		return;
