@@ -231,29 +231,14 @@ struct walk_ctx {
 	int err;
 };
 
-/* The fields of one frame, whichever version laid them out. */
-struct frame_fields {
-	__u64 back, code, lasti, self;
-	__u8 owner, is_entry;
-};
-
-static __always_inline __u64 win_u64(const struct frame_window *w, __u16 off)
-{
-	return *(const __u64 *)(w->b + (off & (PYPERF_FRAME_WIN - 1)));
-}
-
-static __always_inline __u8 win_u8(const struct frame_window *w, __u16 off)
-{
-	return w->b[off & (PYPERF_FRAME_WIN - 1)];
-}
-
-/* One read of the frame's first off->frame_span bytes. Every field lies
+/* One read of the frame's first off->frame_span bytes, decoded by the
+ * step shared with the unit tests (bpf/pyperf.h). Every field lies
  * inside the frame structure (f_localsplus[0] included: it is counted in
  * sizeof(PyFrameObject)), so a read that fails means a bad frame pointer.
  * A global function: the verifier checks it once, not once per branch
  * combination of every bpf_loop iteration, which exceeded its limit. */
 __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
-			  struct frame_fields *f)
+			  struct py_frame_fields *f)
 {
 	struct frame_window *w;
 	__u32 zero = 0, span;
@@ -265,28 +250,16 @@ __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
 	if (!w || span == 0 || span > PYPERF_FRAME_WIN ||
 	    bpf_probe_read_user(w->b, span, (const void *)addr))
 		return -1;
-	f->back = win_u64(w, off->frame_back);
-	f->code = win_u64(w, off->frame_code);
-	f->lasti = win_u64(w, off->frame_lasti);
-	if (off->frame_kind == PY_FRAMES_OBJECT)
-		f->lasti = (__u32)f->lasti;	/* f_lasti is an int */
-	f->owner = 0;
-	if (off->frame_owner != PYPERF_NO_FIELD && off->frame_kind != PY_FRAMES_OBJECT)
-		f->owner = win_u8(w, off->frame_owner);
-	f->self = 0;
-	if (off->frame_localsplus != PYPERF_NO_FIELD)
-		f->self = win_u64(w, off->frame_localsplus);
-	f->is_entry = 0;
-	if (off->frame_is_entry != PYPERF_NO_FIELD)
-		f->is_entry = win_u8(w, off->frame_is_entry);
+	py_frame_decode(off, w->b, f);
 	return 0;
 }
 
 static long walk_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_walk_offsets *off = c->off;
-	struct frame_fields f = {};
+	struct py_frame_fields f = {};
 	__u32 n = c->n;
+	int verdict;
 
 	if (!c->frame)
 		return 1;
@@ -299,43 +272,46 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		return 1;
 	}
 	c->frame = f.back;
-	/* C-stack shim frames (3.12+) carry no Python code but mark where an
-	 * eval-loop call began: the frame recorded before it is its outermost.
-	 * 3.11's owner values stop at 2, so the test is safe there too; 3.14
-	 * renamed 3 to FRAME_OWNED_BY_INTERPRETER and added 4. */
-	if (f.owner >= PY_FRAME_OWNED_BY_CSTACK) {
+	verdict = py_frame_classify(off, &f);
+	if (verdict == PY_FRAME_BAD) {
+		c->err = 1;
+		return 1;
+	}
+	/* A shim frame carries no Python code but marks where an eval-loop
+	 * call began: the frame recorded before it is its outermost. */
+	if (verdict == PY_FRAME_SHIM) {
 		if (n > 0 && n <= PYPERF_MAX_FRAMES)
 			c->s->frames[n - 1].flags |= FRAME_F_ENTRY;
 		return 0;
 	}
 	if (n < PYPERF_MAX_FRAMES) {
-		c->s->frames[n].code = f.code & ~(__u64)off->code_tag_mask;
+		c->s->frames[n].code = f.code;
 		c->s->frames[n].lasti = f.lasti;
 		c->s->frames[n].self = f.self;
-		/* Before 3.11 every Python call is its own eval-loop call. */
-		c->s->frames[n].flags = (f.is_entry || off->frame_kind == PY_FRAMES_OBJECT) ?
-					FRAME_F_ENTRY : 0;
+		c->s->frames[n].flags = py_frame_flags(off, &f);
+		c->s->frames[n].tlbc = f.tlbc;
 		c->n = n + 1;
 	}
 	return 0;
 }
 
-/* SAMPLE_F_GIL_HELD, 0 (not held) or SAMPLE_F_GIL_UNKNOWN. */
+/* Reads the GIL's words for py_gil_flags() (bpf/pyperf.h). */
 static __always_inline __u32 gil_state(const struct py_proc_config *cfg, __u64 tstate)
 {
-	__u64 holder = 0;
-	int locked = 0;
+	struct py_gil_read g = {};
 
 	if (!tstate)
 		return SAMPLE_F_GIL_UNKNOWN;
-	/* locked is -1 before the GIL is first created (3.6-3.8). */
-	if (cfg->gil_locked_addr && cfg->gil_holder_addr &&
-	    !bpf_probe_read_user(&locked, sizeof(locked), (const void *)cfg->gil_locked_addr) &&
-	    locked >= 0 && !read_ptr(&holder, cfg->gil_holder_addr))
-		return locked == 1 && holder == tstate ? SAMPLE_F_GIL_HELD : 0;
-	if (cfg->gil_current_addr && !read_ptr(&holder, cfg->gil_current_addr))
-		return holder == tstate ? SAMPLE_F_GIL_HELD : 0;
-	return SAMPLE_F_GIL_UNKNOWN;
+	if (cfg->gil_enabled_addr)
+		g.has_enabled = !bpf_probe_read_user(&g.enabled, sizeof(g.enabled),
+						     (const void *)cfg->gil_enabled_addr);
+	if (cfg->gil_locked_addr && cfg->gil_holder_addr)
+		g.has_locked = !bpf_probe_read_user(&g.locked, sizeof(g.locked),
+						    (const void *)cfg->gil_locked_addr) &&
+			       !read_ptr(&g.holder, cfg->gil_holder_addr);
+	if (cfg->gil_current_addr)
+		g.has_current = !read_ptr(&g.current, cfg->gil_current_addr);
+	return py_gil_flags(&g, tstate);
 }
 
 static __always_inline __u64 first_frame(const struct py_walk_offsets *off,

@@ -11,6 +11,9 @@
 #ifndef __VMLINUX_H__
 #include <linux/types.h>
 #endif
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
 
 #define PYPERF_MAX_FRAMES	1024	/* Python recursion limit is 1000 */
 #define PYPERF_MAX_THREADS	4096	/* thread-list walk limit per sample */
@@ -25,6 +28,14 @@ enum py_frame_kind {
 	PY_FRAMES_OBJECT = 1,	/* <=3.10: PyFrameObject.f_back chain */
 	PY_FRAMES_CFRAME,	/* 3.11-3.12: tstate->cframe->current_frame */
 	PY_FRAMES_DIRECT,	/* 3.13+: tstate->current_frame */
+};
+
+/* How the frame where an eval-loop call began is recognised. */
+enum py_entry_kind {
+	PY_ENTRY_EVERY = 1,	/* <=3.10: every frame is its own call */
+	PY_ENTRY_FLAG,		/* 3.11: bool is_entry in the frame */
+	PY_ENTRY_SHIM,		/* 3.12+: a shim frame (owner >= owner_shim)
+				 * follows the outermost frame of the call */
 };
 
 /* What a thread state's thread_id holds, to match the sampled thread. */
@@ -50,10 +61,16 @@ struct py_walk_offsets {
 	__u16 frame_is_entry;		/* 3.11: bool is_entry; else NO_FIELD */
 	__u8 frame_kind;		/* enum py_frame_kind */
 	__u8 tid_kind;			/* enum py_tid_kind */
-	__u8 code_tag_mask;		/* low bits to clear in frame_code (3.14) */
-	__u8 _pad;
+	__u8 code_tag_mask;		/* frame_code is a tagged _PyStackRef (3.14+):
+					 * these low bits are tags; 0: a pointer */
+	__u8 entry_kind;		/* enum py_entry_kind */
 	__u16 frame_span;		/* bytes from a frame's start to the end of
 					 * its last field above (py_frame_span) */
+	__u16 frame_tlbc_index;		/* free-threaded 3.14+: int32 tlbc_index,
+					 * which copy of the bytecode instr_ptr is in */
+	__u8 owner_shim;		/* PY_ENTRY_SHIM: owner values >= this are
+					 * frames without Python code */
+	__u8 _pad[3];
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -61,8 +78,9 @@ struct py_walk_offsets {
 static inline __u16 py_frame_span(const struct py_walk_offsets *off)
 {
 	const __u16 field[] = { off->frame_back, off->frame_code, off->frame_lasti,
-				off->frame_owner, off->frame_localsplus, off->frame_is_entry };
-	const __u16 size[] = { 8, 8, 8, 1, 8, 1 };
+				off->frame_owner, off->frame_localsplus, off->frame_is_entry,
+				off->frame_tlbc_index };
+	const __u16 size[] = { 8, 8, 8, 1, 8, 1, 4 };
 	__u32 end = 0;
 
 	for (unsigned i = 0; i < sizeof(field) / sizeof(field[0]); i++)
@@ -79,6 +97,7 @@ struct py_proc_config {
 	__u64 gil_locked_addr;	/* int locked */
 	__u64 gil_holder_addr;	/* PyThreadState *last_holder */
 	__u64 gil_current_addr;	/* PyThreadState *tstate_current */
+	__u64 gil_enabled_addr;	/* free-threaded: int enabled; 0 elsewhere */
 	struct py_walk_offsets off;
 };
 
@@ -93,9 +112,6 @@ struct py_proc_event {
 	__u32 _pad;
 };
 
-/* frame_owner value of C-stack shim frames, 3.12 and later. */
-#define PY_FRAME_OWNED_BY_CSTACK	3
-
 /* sample flags */
 #define SAMPLE_F_TRUNCATED	(1u << 0) /* deeper than PYPERF_MAX_FRAMES */
 #define SAMPLE_F_NO_TSTATE	(1u << 1) /* thread has no PyThreadState */
@@ -107,6 +123,35 @@ struct py_proc_event {
 #define SAMPLE_F_GIL_UNKNOWN	(1u << 7) /* the GIL's state could not be read */
 #define SAMPLE_F_OFFCPU		(1u << 8) /* wall mode: thread left the CPU */
 #define SAMPLE_F_OFFCPU_END	(1u << 9) /* wall mode: it is back (no frames) */
+#define SAMPLE_F_GIL_OFF	(1u << 10) /* free-threaded build running
+					    * with the GIL disabled */
+
+/* What the GIL's words read, for py_gil_flags(). */
+struct py_gil_read {
+	__s32 enabled, locked;
+	__u64 holder, current;
+	__u8 has_enabled;	/* enabled was read (free-threaded builds) */
+	__u8 has_locked;	/* locked and holder were read */
+	__u8 has_current;	/* current (tstate_current, <=3.11) was read */
+};
+
+/* SAMPLE_F_GIL_HELD, 0 (not held), SAMPLE_F_GIL_OFF or SAMPLE_F_GIL_UNKNOWN
+ * for thread state tstate; shared by the BPF program and the unit tests.
+ * enabled == 0: a free-threaded build running without the GIL (it can be
+ * switched on at run time, so it is read per sample). locked is -1 before
+ * the GIL is first created (3.6-3.8): only current tells then. */
+static __always_inline __u32 py_gil_flags(const struct py_gil_read *g, __u64 tstate)
+{
+	if (!tstate)
+		return SAMPLE_F_GIL_UNKNOWN;
+	if (g->has_enabled && g->enabled == 0)
+		return SAMPLE_F_GIL_OFF;
+	if (g->has_locked && g->locked >= 0)
+		return g->locked == 1 && g->holder == tstate ? SAMPLE_F_GIL_HELD : 0;
+	if (g->has_current)
+		return g->current == tstate ? SAMPLE_F_GIL_HELD : 0;
+	return SAMPLE_F_GIL_UNKNOWN;
+}
 
 /* Counters the BPF side keeps per CPU in the "stats" map, by index. */
 enum pyperf_stat {
@@ -131,8 +176,91 @@ struct py_frame_rec {
 	__u64 lasti;	/* f_lasti (<=3.10) or instruction pointer (3.11+) */
 	__u64 self;	/* <=3.10: first local (self/cls of a method), else 0 */
 	__u32 flags;	/* FRAME_F_* */
-	__u32 _pad;
+	__u32 tlbc;	/* free-threaded 3.14+: the frame's tlbc_index (the
+			 * bytecode copy lasti points into); else 0 */
 };
+
+/*
+ * One step of the frame walk, shared by the BPF program and the unit
+ * tests (tests/unit/test_layouts.c), so the logic the tests check is the
+ * logic that runs in the kernel. w holds the frame's first frame_span
+ * bytes (PYPERF_FRAME_WIN + 8 readable bytes).
+ */
+struct py_frame_fields {
+	__u64 back, code, lasti, self;
+	__u32 tlbc;
+	__u8 owner, is_entry;
+};
+
+/* What the walk does with a decoded frame. */
+enum py_frame_verdict {
+	PY_FRAME_KEEP = 0,	/* a Python frame: record it */
+	PY_FRAME_SHIM,		/* no Python code; marks an eval-loop entry */
+	PY_FRAME_BAD,		/* f_executable is NULL, a tagged int or an
+				 * invalid tag: stop, the stack is not trusted */
+};
+
+#ifdef __bpf__
+#define PY_WIN_LD(w, off, type) (*(const type *)((w) + ((off) & (PYPERF_FRAME_WIN - 1))))
+#else
+#define PY_WIN_LD(w, off, type) ({ type v_; \
+	__builtin_memcpy(&v_, (w) + ((off) & (PYPERF_FRAME_WIN - 1)), sizeof(v_)); v_; })
+#endif
+
+static __always_inline void py_frame_decode(const struct py_walk_offsets *off, const __u8 *w,
+					    struct py_frame_fields *f)
+{
+	f->back = PY_WIN_LD(w, off->frame_back, __u64);
+	f->code = PY_WIN_LD(w, off->frame_code, __u64);
+	f->lasti = PY_WIN_LD(w, off->frame_lasti, __u64);
+	if (off->frame_kind == PY_FRAMES_OBJECT)
+		f->lasti = (__u32)f->lasti;	/* f_lasti is an int */
+	f->owner = 0;
+	if (off->frame_owner != PYPERF_NO_FIELD && off->frame_kind != PY_FRAMES_OBJECT)
+		f->owner = PY_WIN_LD(w, off->frame_owner, __u8);
+	f->self = 0;
+	if (off->frame_localsplus != PYPERF_NO_FIELD)
+		f->self = PY_WIN_LD(w, off->frame_localsplus, __u64);
+	f->is_entry = 0;
+	if (off->frame_is_entry != PYPERF_NO_FIELD)
+		f->is_entry = PY_WIN_LD(w, off->frame_is_entry, __u8);
+	f->tlbc = 0;
+	if (off->frame_tlbc_index != PYPERF_NO_FIELD)
+		f->tlbc = PY_WIN_LD(w, off->frame_tlbc_index, __u32);
+}
+
+/*
+ * A _PyStackRef (3.14+): bit 0 set marks a borrowed or deferred
+ * reference to an object, both low bits set a tagged int, 2 alone is the
+ * invalid (error) tag, and NULL is 0 or the bare tag bit. Objects are
+ * 8-aligned, so what remains after clearing the tag is the object.
+ */
+static __always_inline int py_frame_classify(const struct py_walk_offsets *off,
+					     struct py_frame_fields *f)
+{
+	if (off->entry_kind == PY_ENTRY_SHIM && f->owner >= off->owner_shim)
+		return PY_FRAME_SHIM;
+	if (off->code_tag_mask) {
+		if ((f->code & 3) == 3 || (f->code & 3) == 2)
+			return PY_FRAME_BAD;
+		f->code &= ~(__u64)off->code_tag_mask;
+		if (!f->code || (f->code & 7))
+			return PY_FRAME_BAD;
+	}
+	return PY_FRAME_KEEP;
+}
+
+/* FRAME_F_ENTRY for a kept frame, from the layout's entry rule (a shim
+ * frame marks the frame kept before it instead). */
+static __always_inline __u32 py_frame_flags(const struct py_walk_offsets *off,
+					    const struct py_frame_fields *f)
+{
+	if (off->entry_kind == PY_ENTRY_EVERY)
+		return FRAME_F_ENTRY;
+	if (off->entry_kind == PY_ENTRY_FLAG && f->is_entry)
+		return FRAME_F_ENTRY;
+	return 0;
+}
 
 /* User registers at the sample, in this order (x86_64). */
 enum pyperf_reg {

@@ -79,6 +79,7 @@ static void locate_gil(struct py_target *t)
 	t->bpf.gil_locked_addr = g.locked_addr;
 	t->bpf.gil_holder_addr = g.holder_addr;
 	t->bpf.gil_current_addr = g.current_addr;
+	t->bpf.gil_enabled_addr = g.enabled_addr;
 }
 
 int targets_add(struct target_set *ts, pid_t pid, int quiet)

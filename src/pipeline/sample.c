@@ -61,7 +61,7 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 			k->pyloc[n++] = m->loc;
 			continue;
 		}
-		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, &fi);
+		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, f->tlbc, &fi);
 
 		if (r == 1) {
 			/* A frame pushed but not started; if it ended its
@@ -288,6 +288,7 @@ static int add_labeled(struct sample_sink *k, const struct py_target *t, const u
 	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname };
 	labels[3] = (struct profile_label){ .key = "gil", .str =
 		(flags & SAMPLE_F_GIL_UNKNOWN) ? "unknown" :
+		(flags & SAMPLE_F_GIL_OFF) ? "disabled" :
 		(flags & SAMPLE_F_GIL_HELD) ? "held" : "not_held" };
 	labels[4] = (struct profile_label){ .key = "state", .str =
 		(flags & SAMPLE_F_OFFCPU) ? "waiting" : "running" };

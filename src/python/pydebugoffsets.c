@@ -9,7 +9,8 @@
  * versions insert sections (3.14: set_object after list_object) and
  * fields inside sections (3.14: interpreter_state.threads_main before gc),
  * so which slot holds which field has to be known per version; the
- * sequences below are transcribed from CPython's headers.
+ * field lists are transcribed from CPython's headers, next to each
+ * version's row in pylayout_rows.c.
  *
  * A version newer than the newest sequence here is read with the newest
  * sequence, and whether that guess holds is checked rather than assumed:
@@ -20,6 +21,8 @@
  */
 #include "pydebugoffsets.h"
 
+#include "pylayout.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,100 +32,6 @@
 #define SLOT_FREE_THREADED	2
 #define SLOT_SECTIONS		3		/* first slot of the first section */
 #define STRUCT_MAX		(1u << 24)	/* bigger "size" values are misreads */
-
-struct section {
-	const char *name;
-	const char *const *fields;	/* table order, NULL-terminated */
-};
-
-#define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
-
-/* 3.13: Include/internal/pycore_runtime.h of v3.13.0 (checked against the
- * DWARF of 3.13.0 by tests/check-debugoffsets-live.sh). */
-static const struct section seq_313[] = {
-	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
-	{ "interpreter_state", FIELDS("size", "id", "next", "threads_head", "gc",
-		"imports_modules", "sysdict", "builtins", "ceval_gil",
-		"gil_runtime_state", "gil_runtime_state_enabled",
-		"gil_runtime_state_locked", "gil_runtime_state_holder") },
-	{ "thread_state", FIELDS("size", "prev", "next", "interp", "current_frame",
-		"thread_id", "native_thread_id", "datastack_chunk", "status") },
-	{ "interpreter_frame", FIELDS("size", "previous", "executable", "instr_ptr",
-		"localsplus", "owner") },
-	{ "code_object", FIELDS("size", "filename", "name", "qualname", "linetable",
-		"firstlineno", "argcount", "localsplusnames", "localspluskinds",
-		"co_code_adaptive") },
-	{ "pyobject", FIELDS("size", "ob_type") },
-	{ "type_object", FIELDS("size", "tp_name", "tp_repr", "tp_flags") },
-	{ "tuple_object", FIELDS("size", "ob_item", "ob_size") },
-	{ "list_object", FIELDS("size", "ob_item", "ob_size") },
-	{ "dict_object", FIELDS("size", "ma_keys", "ma_values") },
-	{ "float_object", FIELDS("size", "ob_fval") },
-	{ "long_object", FIELDS("size", "lv_tag", "ob_digit") },
-	{ "bytes_object", FIELDS("size", "ob_size", "ob_sval") },
-	{ "unicode_object", FIELDS("size", "state", "length", "asciiobject_size") },
-	{ "gc", FIELDS("size", "collecting") },
-	{ NULL, NULL }
-};
-
-/* 3.14: Include/internal/pycore_debug_offsets.h of the 3.14 branch. New
- * against 3.13: interpreter_state.threads_main (inserted before gc),
- * code_object_generation and tlbc_generation; interpreter_frame.stackpointer
- * and tlbc_index; code_object.co_tlbc; the set_object section between
- * list_object and dict_object; gen_object, llist_node and debugger_support
- * (the last two without a size) at the end. */
-static const struct section seq_314[] = {
-	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
-	{ "interpreter_state", FIELDS("size", "id", "next", "threads_head",
-		"threads_main", "gc", "imports_modules", "sysdict", "builtins",
-		"ceval_gil", "gil_runtime_state", "gil_runtime_state_enabled",
-		"gil_runtime_state_locked", "gil_runtime_state_holder",
-		"code_object_generation", "tlbc_generation") },
-	{ "thread_state", FIELDS("size", "prev", "next", "interp", "current_frame",
-		"thread_id", "native_thread_id", "datastack_chunk", "status") },
-	{ "interpreter_frame", FIELDS("size", "previous", "executable", "instr_ptr",
-		"localsplus", "owner", "stackpointer", "tlbc_index") },
-	{ "code_object", FIELDS("size", "filename", "name", "qualname", "linetable",
-		"firstlineno", "argcount", "localsplusnames", "localspluskinds",
-		"co_code_adaptive", "co_tlbc") },
-	{ "pyobject", FIELDS("size", "ob_type") },
-	{ "type_object", FIELDS("size", "tp_name", "tp_repr", "tp_flags") },
-	{ "tuple_object", FIELDS("size", "ob_item", "ob_size") },
-	{ "list_object", FIELDS("size", "ob_item", "ob_size") },
-	{ "set_object", FIELDS("size", "used", "table", "mask") },
-	{ "dict_object", FIELDS("size", "ma_keys", "ma_values") },
-	{ "float_object", FIELDS("size", "ob_fval") },
-	{ "long_object", FIELDS("size", "lv_tag", "ob_digit") },
-	{ "bytes_object", FIELDS("size", "ob_size", "ob_sval") },
-	{ "unicode_object", FIELDS("size", "state", "length", "asciiobject_size") },
-	{ "gc", FIELDS("size", "collecting") },
-	{ "gen_object", FIELDS("size", "gi_name", "gi_iframe", "gi_frame_state") },
-	{ "llist_node", FIELDS("next", "prev") },
-	{ "debugger_support", FIELDS("eval_breaker", "remote_debugger_support",
-		"remote_debugging_enabled", "debugger_pending_call",
-		"debugger_script_path", "debugger_script_path_size") },
-	{ NULL, NULL }
-};
-
-struct table_format {
-	unsigned minor;
-	const struct section *seq;
-	const char *source;		/* py_layout.source */
-	const char *guessed;		/* the same, for a newer version */
-	uint8_t code_tag_mask;
-};
-
-static const struct table_format formats[] = {
-	{ 13, seq_313, "_Py_DebugOffsets (3.13 layout)", NULL, 0 },
-	/* 3.14's f_executable is a _PyStackRef whose low bits are tags
-	 * (Py_TAG_REFCNT is bit 0; tagged ints use both low bits, and 3.15
-	 * makes Py_TAG_BITS 3). Objects are 8-aligned, so clearing two bits
-	 * never damages a real pointer. */
-	{ 14, seq_314, "_Py_DebugOffsets (3.14 layout)",
-	  "_Py_DebugOffsets (newer than 3.14, read with the 3.14 layout)", 3 },
-};
-
-#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
 /* A field pyperf-pprof needs, and where it goes. */
 struct need {
@@ -165,12 +74,14 @@ static const struct need needs[] = {
  * Fields only thread names and the GIL state need (profiling does not):
  * one that is absent or implausible is left NO_FIELD instead of refusing
  * the table. The other py_object_offsets fields are not in the table;
- * pythread_offsets() takes them from the generated entry of the same
- * minor version.
+ * py_layout_choose() takes them from the generated entry of the same
+ * minor version where the row says so.
  */
 static const struct need optional_needs[] = {
 	{ "thread_state", "interp", 8, 0, L(obj.ts_interp) },
 	{ "interpreter_state", "imports_modules", 8, 0, L(obj.interp_modules) },
+	/* sys.__dict__: the attach check reads its type's name. */
+	{ "interpreter_state", "sysdict", 8, 0, L(interp_sysdict) },
 	{ "type_object", "tp_flags", 8, 0, L(obj.type_flags) },
 	{ "dict_object", "ma_keys", 8, 0, L(obj.dict_keys) },
 	{ "dict_object", "ma_values", 8, 0, L(obj.dict_values) },
@@ -182,21 +93,23 @@ static const struct need optional_needs[] = {
 	{ "interpreter_state", "gil_runtime_state", 8, 0, L(gil.interp_gil) },
 };
 
-/* Stable-ABI values any correctly read table has (64-bit, GIL build). */
-static const struct anchor {
+/* Needed where the row says there are per-thread bytecode copies (the
+ * table holds 0 for them in GIL builds): where a frame's copy is. */
+static const struct need ft_needs[] = {
+	{ "interpreter_frame", "tlbc_index", 4, 0, L(walk.frame_tlbc_index) },
+	{ "code_object", "co_tlbc", 8, 0, L(code.co_tlbc) },
+};
+
+/* Stable-ABI values any correctly read table has (64-bit), by build. */
+struct anchor {
 	const char *sect, *field;
 	uint64_t value;
-} anchors[] = {
-	{ "pyobject", "size", 16 },
-	{ "pyobject", "ob_type", 8 },
-	{ "tuple_object", "ob_size", 16 },
-	{ "bytes_object", "ob_size", 16 },
 };
 
 struct ctx {
 	const uint8_t *buf;
 	size_t len;
-	const struct table_format *f;
+	const struct py_row *f;
 	int guessed;		/* version newer than f */
 	char ver[32];		/* "3.14.0rc1"; "" until known */
 	char *err;
@@ -209,8 +122,8 @@ static int __attribute__((format(printf, 2, 3))) fail(struct ctx *c, const char 
 	int n;
 
 	if (c->ver[0] && c->guessed)
-		n = snprintf(c->err, c->errlen, "_Py_DebugOffsets of Python %s (read with the 3.%u layout): ",
-			     c->ver, c->f->minor);
+		n = snprintf(c->err, c->errlen, "_Py_DebugOffsets of Python %s (read with the 3.%u%s layout): ",
+			     c->ver, c->f->minor, c->f->free_threaded ? "t" : "");
 	else if (c->ver[0])
 		n = snprintf(c->err, c->errlen, "_Py_DebugOffsets of Python %s: ", c->ver);
 	else
@@ -237,7 +150,7 @@ static void version_str(uint32_t hex, char *buf, size_t len)
 }
 
 /* Slot of sect.field in the sequence, and of sect.size (-1: none). */
-static long find_slot(const struct section *seq, const char *sect, const char *field,
+static long find_slot(const struct py_debug_group *seq, const char *sect, const char *field,
 		      long *size_slot)
 {
 	long slot = SLOT_SECTIONS;
@@ -270,7 +183,7 @@ static int table_value(struct ctx *c, const char *sect, const char *field,
 		       uint64_t *v, uint64_t *size)
 {
 	long size_slot = -1;
-	long slot = find_slot(c->f->seq, sect, field, &size_slot);
+	long slot = find_slot(c->f->debug, sect, field, &size_slot);
 
 	if (slot < 0)
 		return fail(c, "%s.%s is not in the table: the field is missing", sect, field);
@@ -317,6 +230,14 @@ static int take_need(struct ctx *c, const struct need *n, struct py_layout *out)
 
 static int check_anchors(struct ctx *c)
 {
+	const struct anchor anchors[] = {
+		{ "pyobject", "size", c->f->pyobject_size },
+		{ "pyobject", "ob_type", c->f->ob_type },
+		{ "tuple_object", "ob_size", c->f->var_ob_size },
+		{ "bytes_object", "ob_size", c->f->var_ob_size },
+	};
+	const char *build = c->f->free_threaded ? "free-threaded" : "GIL";
+
 	for (size_t i = 0; i < sizeof(anchors) / sizeof(anchors[0]); i++) {
 		const struct anchor *a = &anchors[i];
 		uint64_t v, size;
@@ -324,9 +245,9 @@ static int check_anchors(struct ctx *c)
 		if (table_value(c, a->sect, a->field, &v, &size))
 			return -1;
 		if (v != a->value)
-			return fail(c, "%s.%s is %llu where every 64-bit GIL build has %llu: the table does not have the expected layout",
-				    a->sect, a->field, (unsigned long long)v,
-				    (unsigned long long)a->value);
+			return fail(c, "%s.%s is %llu where every 64-bit %s build (free_threaded = %u) has %llu: the table does not have the expected layout",
+				    a->sect, a->field, (unsigned long long)v, build,
+				    c->f->free_threaded, (unsigned long long)a->value);
 	}
 	return 0;
 }
@@ -400,7 +321,7 @@ static void derive_gil(struct ctx *c, struct py_layout *out)
 	}
 }
 
-/* Cookie, version and build of the table; picks the sequence to read. */
+/* Cookie, version and build of the table; picks the row to read it with. */
 static int read_header(struct ctx *c, uint32_t *version_hex)
 {
 	uint64_t version = 0, ft = 0;
@@ -418,16 +339,65 @@ static int read_header(struct ctx *c, uint32_t *version_hex)
 		return fail(c, "implausible version 0x%llx (expected 3.%u or later)",
 			    (unsigned long long)version, PY_DEBUG_OFFSETS_MINOR);
 	version_str((uint32_t)version, c->ver, sizeof(c->ver));
-	if (ft)
-		return fail(c, "free-threaded build (free_threaded = %llu): pyperf-pprof does not support free-threaded CPython yet",
+	if (ft > 1)
+		return fail(c, "free_threaded is %llu, expected 0 or 1",
 			    (unsigned long long)ft);
-	c->f = &formats[NFORMATS - 1];
-	for (size_t i = 0; i < NFORMATS; i++)
-		if (formats[i].minor == minor)
-			c->f = &formats[i];
-	c->guessed = minor > c->f->minor;
+	c->f = py_row_for_table(minor, (int)ft, &c->guessed);
+	if (!c->f)
+		return fail(c, "no layout for a %s build of 3.%u",
+			    ft ? "free-threaded" : "GIL", minor);
 	*version_hex = (uint32_t)version;
 	return 0;
+}
+
+/* Every offset the table does not give is absent: 0xffff is
+ * PYPERF_NO_FIELD and 0xffffffff PY_NO_FIELD32. 3.13+ have no cframe,
+ * no gilstate holder, no co_varnames, and need neither the frame's first
+ * local (<=3.10) nor is_entry (3.11). The behaviour comes from the row. */
+static void layout_init(const struct ctx *c, uint32_t hex, struct py_layout *l)
+{
+	const struct py_row *f = c->f;
+
+	memset(l, 0xff, sizeof(*l));
+	/* The obj fields that are constants, not offsets: 0 is "unknown"
+	 * (py_layout_choose() fills them from the generated table). */
+	l->obj.managed_dict = 0;
+	l->obj.managed_values = 0;
+	l->obj.managed_kind = PY_MANAGED_UNKNOWN;
+	l->obj.long_kind = PY_LONG_UNKNOWN;
+	memset(l->obj._pad, 0, sizeof(l->obj._pad));
+	l->obj.tpflag_managed_dict = 0;
+	l->obj.tpflag_inline_values = 0;
+	memset(l->walk._pad, 0, sizeof(l->walk._pad));
+	l->version_hex = hex;
+	l->source = c->guessed && f->guessed ? f->guessed : f->source;
+	l->line_kind = f->line_kind;
+	l->gil_kind = f->gil_kind;
+	l->free_threaded = f->free_threaded;
+	l->walk.frame_kind = PY_FRAMES_DIRECT;
+	l->walk.tid_kind = PY_TID_NATIVE;
+	l->walk.code_tag_mask = f->code_tag_mask;
+	l->walk.entry_kind = f->entry_kind;
+	l->walk.owner_shim = f->owner_shim;
+	l->walk.frame_span = 0;
+}
+
+/* free-threaded: gil_runtime_state_enabled is offsetof(struct
+ * _gil_runtime_state, enabled) already, not an interpreter offset. */
+static void take_gil_enabled(const struct ctx *c, struct py_layout *l)
+{
+	struct ctx q = *c;
+	uint64_t v, size;
+	char scratch[8];
+
+	q.err = scratch;
+	q.errlen = sizeof(scratch);
+	if (!c->f->free_threaded ||
+	    table_value(&q, "interpreter_state", "gil_runtime_state_enabled", &v, &size))
+		return;
+	/* pycore_gil.h: enabled is the first member, so 0 is valid here. */
+	if (v < 4096 && v % 4 == 0)
+		l->gil.enabled = (uint16_t)v;
 }
 
 int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex,
@@ -439,35 +409,18 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 
 	if (read_header(&c, &hex) || check_anchors(&c))
 		return -1;
-	/* Every offset the table does not give is absent: 0xffff is
-	 * PYPERF_NO_FIELD and 0xffffffff PY_NO_FIELD32. 3.13+ have no cframe,
-	 * no gilstate holder, no co_varnames, and need neither the frame's
-	 * first local (<=3.10) nor is_entry (3.11): their eval-loop entry
-	 * frames are shims with owner 3 (FRAME_OWNED_BY_CSTACK in 3.13,
-	 * FRAME_OWNED_BY_INTERPRETER in 3.14). */
-	memset(&l, 0xff, sizeof(l));
-	l.walk._pad = 0;
-	/* The obj fields that are constants, not offsets: 0 is "unknown"
-	 * (pythread_offsets() fills them from the generated table). */
-	l.obj.managed_dict = 0;
-	l.obj.managed_values = 0;
-	l.obj.managed_kind = PY_MANAGED_UNKNOWN;
-	l.obj.long_kind = PY_LONG_UNKNOWN;
-	memset(l.obj._pad, 0, sizeof(l.obj._pad));
-	l.obj.tpflag_managed_dict = 0;
-	l.obj.tpflag_inline_values = 0;
-	l.version_hex = hex;
-	l.source = c.guessed ? c.f->guessed : c.f->source;
-	l.walk.frame_kind = PY_FRAMES_DIRECT;
-	l.walk.tid_kind = PY_TID_NATIVE;
-	l.walk.code_tag_mask = c.f->code_tag_mask;
+	layout_init(&c, hex, &l);
 	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)
 		if (take_need(&c, &needs[i], &l))
+			return -1;
+	for (size_t i = 0; c.f->tlbc && i < sizeof(ft_needs) / sizeof(ft_needs[0]); i++)
+		if (take_need(&c, &ft_needs[i], &l))
 			return -1;
 	if (derive_unicode(&c, &l))
 		return -1;
 	take_optional(&c, &l);
 	derive_gil(&c, &l);
+	take_gil_enabled(&c, &l);
 	*out = l;
 	*version_hex = hex;
 	return 0;

@@ -19,12 +19,14 @@
 #define PY_DEBUG_OFFSETS_MINOR	13
 
 /*
- * Parses len bytes copied from the start of a target's _PyRuntime. Pure:
- * reads nothing but buf[0..len). On success fills *out (walk offsets, code
- * and object offsets, frame and thread-id kinds) and *version_hex (the
- * table's PY_VERSION_HEX) and returns 0. A bad cookie, a truncated copy, a
- * free-threaded build, an implausible table or a needed field the table
- * lacks returns -1 with one line in err naming the field and the version.
+ * Parses len bytes copied from the start of a target's _PyRuntime with the
+ * field list of the version's row (src/python/pylayout_rows.c; a newer
+ * version is read with the newest list of its build). Pure: reads nothing
+ * but buf[0..len). On success fills *out (offsets and the row's behaviour)
+ * and *version_hex (the table's PY_VERSION_HEX) and returns 0. A bad
+ * cookie, a truncated copy, a build without a row, stable-ABI anchors of
+ * the other build, an implausible table or a needed field the table lacks
+ * returns -1 with one line in err naming the field and the values.
  */
 int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex,
 			   struct py_layout *out, char *err, size_t errlen);

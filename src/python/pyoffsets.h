@@ -25,6 +25,25 @@ struct py_code_offsets {
 	uint16_t tuple_items;		/* PyTupleObject.ob_item */
 	uint16_t ob_type;		/* PyObject.ob_type */
 	uint16_t type_name;		/* PyTypeObject.tp_name (char *) */
+	uint16_t co_tlbc;		/* free-threaded 3.14+: _PyCodeArray *co_tlbc,
+					 * the per-thread bytecode copies; else
+					 * PYPERF_NO_FIELD (set by the chooser) */
+};
+
+/* How a code object maps an instruction to a line (py_layout.line_kind). */
+enum py_line_kind {
+	PY_LINES_LNOTAB = 1,		/* <=3.9: co_lnotab, f_lasti in bytes */
+	PY_LINES_310,			/* 3.10: co_linetable, f_lasti in code units */
+	PY_LINES_311,			/* 3.11+: location table, an instruction
+					 * pointer into co_code_adaptive (or a
+					 * per-thread copy of it) */
+};
+
+/* Where the GIL's state is found (py_layout.gil_kind). */
+enum py_gil_kind {
+	PY_GIL_SYMBOLS = 1,		/* 3.6: static gil_locked, gil_last_holder */
+	PY_GIL_RUNTIME,			/* 3.7-3.11: _PyRuntime.ceval.gil */
+	PY_GIL_INTERP,			/* 3.12+: *(interp + interp_ceval_gil) */
 };
 
 /* A 32-bit runtime offset the version does not have. */
@@ -55,6 +74,9 @@ struct py_gil_offsets {
 	uint16_t interp_gil;		/* 3.12+: offsetof(PyInterpreterState, _gil) */
 	uint16_t locked;		/* int, in struct _gil_runtime_state (3.7+) */
 	uint16_t last_holder;		/* PyThreadState *, same (3.7+) */
+	uint16_t enabled;		/* free-threaded: int enabled, same (the GIL
+					 * can be switched on at run time); else
+					 * PYPERF_NO_FIELD (set by the chooser) */
 };
 
 /* How an instance keeps its attributes when its type has no plain
@@ -136,6 +158,12 @@ struct py_layout {
 	uint32_t runtime_interp_head;	/* _PyRuntime.interpreters.head (3.7+) */
 	uint32_t runtime_gil_holder;	/* _PyRuntime.gilstate.tstate_current
 					 * (<=3.11), else NO_FIELD */
+	uint16_t interp_sysdict;	/* PyInterpreterState.sysdict: the attach
+					 * check reads its type's name; else
+					 * PYPERF_NO_FIELD */
+	uint8_t line_kind;		/* enum py_line_kind */
+	uint8_t gil_kind;		/* enum py_gil_kind */
+	uint8_t free_threaded;		/* a Py_GIL_DISABLED build */
 	struct py_walk_offsets walk;
 	struct py_code_offsets code;
 	struct py_gil_offsets gil;

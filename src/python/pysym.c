@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "linetable.h"
 #include "proc.h"
+#include "pylayout.h"
 #include "setcache.h"
 
 #define WAYS		4
@@ -387,30 +387,13 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 
 /* Line of the instruction a frame is at; -2 for a frame not yet started. */
 static int frame_line(const struct py_target *t, const struct entry *e, uint64_t code,
-		      uint64_t lasti)
+		      uint64_t lasti, uint32_t tlbc)
 {
-	unsigned minor = t->minor;
+	uint64_t start;
 
-	if (minor <= 9) {
-		if ((int32_t)lasti < 0)
-			return e->firstlineno;
-		return linetable_lnotab(e->table, e->table_len, e->firstlineno, (uint32_t)lasti);
-	}
-	if (minor == 10) {
-		if ((int32_t)lasti < 0)
-			return e->firstlineno;
-		return linetable_310(e->table, e->table_len, e->firstlineno, (uint32_t)lasti * 2);
-	}
-	/* 3.11+: an instruction pointer; before the first instruction it
-	 * points just below the code (an incomplete frame). */
-	uint64_t start = code + t->layout.code.co_code_adaptive;
-
-	if (lasti < start)
-		return -2;
-	if ((lasti - start) / 2 > UINT32_MAX)
+	if (py_code_start(&t->layout, pyversion_read, (void *)t, code, tlbc, &start))
 		return -1;
-	return linetable_311(e->table, e->table_len, e->firstlineno,
-			     (uint32_t)((lasti - start) / 2));
+	return py_layout_line(&t->layout, e->table, e->table_len, e->firstlineno, lasti, start);
 }
 
 /* tp_name of a type object of the target; NULL if unreadable. */
@@ -474,7 +457,7 @@ uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 }
 
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
-		  uint64_t lasti, uint64_t self, struct pyframe_info *out)
+		  uint64_t lasti, uint64_t self, uint32_t tlbc, struct pyframe_info *out)
 {
 	struct entry *e;
 	int err, line;
@@ -484,7 +467,7 @@ int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t cod
 	e = lookup(c, t, code, &err);
 	if (!e)
 		return -1;
-	line = frame_line(t, e, code, lasti);
+	line = frame_line(t, e, code, lasti, tlbc);
 	if (line == -2)
 		return 1;
 	out->name = qualify(c, t, e, self);

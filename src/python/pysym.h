@@ -27,11 +27,12 @@ struct pysym_cache *pysym_cache_new(size_t capacity);
 void pysym_cache_free(struct pysym_cache *c);
 
 /* Resolves one frame record; self is the frame's first local before 3.11
- * (names methods "Class.method" as co_qualname does from 3.11). Returns 0 on success, 1 for a frame that has
+ * (names methods "Class.method" as co_qualname does from 3.11), tlbc the
+ * frame's bytecode copy (free-threaded 3.14+, else 0). Returns 0 on success, 1 for a frame that has
  * not started executing yet (skip it), -1 when the code object could not be
  * read (counted in errors). */
 int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t code,
-		  uint64_t lasti, uint64_t self, struct pyframe_info *out);
+		  uint64_t lasti, uint64_t self, uint32_t tlbc, struct pyframe_info *out);
 
 /* Nonzero: a number that, with lasti, determines what pysym_resolve answers
  * for this frame, as long as the cache holds this code object (a reload

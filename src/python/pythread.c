@@ -82,52 +82,12 @@ struct istate {
 
 #define OU16(m) offsetof(struct py_object_offsets, m)
 
-/* The u16 offset fields of struct py_object_offsets. */
-static const size_t obj_u16[] = {
-	OU16(ts_interp), OU16(interp_modules), OU16(module_dict), OU16(type_flags),
-	OU16(type_basicsize), OU16(type_dictoffset), OU16(heaptype_cached_keys),
-	OU16(dict_used), OU16(dict_keys), OU16(dict_values), OU16(dk_size),
-	OU16(dk_log2_size), OU16(dk_log2_index_bytes), OU16(dk_kind),
-	OU16(dk_kind_general), OU16(dk_nentries), OU16(dk_indices), OU16(entry_size),
-	OU16(entry_hash), OU16(entry_key), OU16(entry_value), OU16(uentry_size),
-	OU16(uentry_key), OU16(uentry_value), OU16(values_values), OU16(values_valid),
-	OU16(long_size), OU16(long_digit),
-};
-
-#define GU16(m) offsetof(struct py_gil_offsets, m)
-
-static const size_t gil_u16[] = {
-	GU16(interp_ceval_gil), GU16(interp_gil), GU16(locked), GU16(last_holder),
-};
-
 static uint16_t get16(const void *s, size_t off)
 {
 	uint16_t v;
 
 	memcpy(&v, (const uint8_t *)s + off, sizeof(v));
 	return v;
-}
-
-static void put16(void *s, size_t off, uint16_t v)
-{
-	memcpy((uint8_t *)s + off, &v, sizeof(v));
-}
-
-/* Fills the absent u16 fields of mine from gen; 1 if a field both have
- * differs. */
-static int merge16(void *mine, const void *gen, const size_t *offs, size_t n)
-{
-	int conflict = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		uint16_t a = get16(mine, offs[i]), b = get16(gen, offs[i]);
-
-		if (a == NO16)
-			put16(mine, offs[i], b);
-		else if (b != NO16 && a != b)
-			conflict = 1;
-	}
-	return conflict;
 }
 
 static int obj_usable(const struct py_object_offsets *o)
@@ -177,35 +137,8 @@ static int obj_usable(const struct py_object_offsets *o)
 int pythread_offsets(const struct py_target *t, struct py_object_offsets *obj,
 		     struct py_gil_offsets *gil)
 {
-	const struct py_layout *gen = py_layout_find(t->major, t->minor);
-
 	*obj = t->layout.obj;
 	*gil = t->layout.gil;
-	if (gen && gen != &t->layout) {
-		struct py_object_offsets o = *obj;
-		struct py_gil_offsets g = *gil;
-		int conflict = merge16(&o, &gen->obj, obj_u16, sizeof(obj_u16) / sizeof(obj_u16[0]));
-
-		conflict |= merge16(&g, &gen->gil, gil_u16, sizeof(gil_u16) / sizeof(gil_u16[0]));
-		if (g.runtime_gil == PY_NO_FIELD32)
-			g.runtime_gil = gen->gil.runtime_gil;
-		else if (gen->gil.runtime_gil != PY_NO_FIELD32 &&
-			 g.runtime_gil != gen->gil.runtime_gil)
-			conflict = 1;
-		if (o.managed_kind == PY_MANAGED_UNKNOWN) {
-			o.managed_kind = gen->obj.managed_kind;
-			o.managed_dict = gen->obj.managed_dict;
-			o.managed_values = gen->obj.managed_values;
-			o.tpflag_managed_dict = gen->obj.tpflag_managed_dict;
-			o.tpflag_inline_values = gen->obj.tpflag_inline_values;
-		}
-		if (o.long_kind == PY_LONG_UNKNOWN)
-			o.long_kind = gen->obj.long_kind;
-		if (!conflict) {
-			*obj = o;
-			*gil = g;
-		}
-	}
 	return obj_usable(obj) ? 0 : -1;
 }
 
@@ -1035,33 +968,35 @@ static void gil_symbols_36(const struct py_target *t, struct pythread_gil *g)
 
 int pythread_gil_locate(const struct py_target *t, struct pythread_gil *g)
 {
-	struct py_object_offsets o;
-	struct py_gil_offsets gil;
-	uint64_t base = 0;
+	const struct py_gil_offsets *gil = &t->layout.gil;
+	uint64_t base = 0, interp = 0;
 
 	memset(g, 0, sizeof(*g));
-	pythread_offsets(t, &o, &gil);
-	if (t->major != 3)
-		return -1;
-	if (t->minor == 6) {
+	switch (t->layout.gil_kind) {
+	case PY_GIL_SYMBOLS:
 		gil_symbols_36(t, g);
-	} else {
-		if (gil.runtime_gil != PY_NO_FIELD32 && t->runtime_addr) {
-			base = t->runtime_addr + gil.runtime_gil;
-		} else if (gil.interp_ceval_gil != NO16) {
-			uint64_t interp = 0;
-
-			if (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) == 0 && interp &&
-			    target_read(t->src, t->pid, interp + gil.interp_ceval_gil, &base, 8))
-				base = 0;
-		}
-		if (base && gil.locked != NO16 && gil.last_holder != NO16) {
-			g->locked_addr = base + gil.locked;
-			g->holder_addr = base + gil.last_holder;
-		}
-		if (t->layout.runtime_gil_holder != PY_NO_FIELD32 && t->runtime_addr)
-			g->current_addr = t->runtime_addr + t->layout.runtime_gil_holder;
+		return g->holder_addr || g->current_addr ? 0 : -1;
+	case PY_GIL_RUNTIME:
+		if (gil->runtime_gil != PY_NO_FIELD32 && t->runtime_addr)
+			base = t->runtime_addr + gil->runtime_gil;
+		break;
+	case PY_GIL_INTERP:
+		if (gil->interp_ceval_gil != NO16 &&
+		    (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) || !interp ||
+		     target_read(t->src, t->pid, interp + gil->interp_ceval_gil, &base, 8)))
+			base = 0;
+		break;
+	default:
+		return -1;
 	}
+	if (base && gil->locked != NO16 && gil->last_holder != NO16) {
+		g->locked_addr = base + gil->locked;
+		g->holder_addr = base + gil->last_holder;
+	}
+	if (base && gil->enabled != NO16)
+		g->enabled_addr = base + gil->enabled;
+	if (t->layout.runtime_gil_holder != PY_NO_FIELD32 && t->runtime_addr)
+		g->current_addr = t->runtime_addr + t->layout.runtime_gil_holder;
 	return g->holder_addr || g->current_addr ? 0 : -1;
 }
 

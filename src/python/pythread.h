@@ -22,13 +22,10 @@
 #define PYTHREAD_TTL_NS		1000000000ull	/* a cached name is re-read after 1 s */
 
 /*
- * The object and GIL offsets for t: t->layout's, and for a layout read
- * from _Py_DebugOffsets (3.13+), which has only some of them, the rest
- * from the generated entry of the same minor version, provided every
- * field both give agrees (else the structures changed within the minor
- * version and the generated entry is not trusted). Returns 0 when thread
- * names can be read with *obj, -1 when a needed field is still missing
- * (*obj and *gil are filled either way; gil fields may be absent).
+ * The object and GIL offsets for t (t->layout's, completed by
+ * py_layout_choose()). Returns 0 when thread names can be read with *obj,
+ * -1 when a needed field is missing (*obj and *gil are filled either way;
+ * gil fields may be absent).
  */
 int pythread_offsets(const struct py_target *t, struct py_object_offsets *obj,
 		     struct py_gil_offsets *gil);
@@ -106,6 +103,7 @@ struct pythread_gil {
 	uint64_t locked_addr;	/* int */
 	uint64_t holder_addr;	/* PyThreadState * */
 	uint64_t current_addr;	/* PyThreadState * */
+	uint64_t enabled_addr;	/* free-threaded: int enabled (0: GIL off) */
 };
 
 /* 0 when at least one way to tell the holder was found. */

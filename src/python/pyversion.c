@@ -1,8 +1,8 @@
 /*
  * Version detection that does not trust file names alone: Py_Version
  * (3.11+) read from the target, else the PY_VERSION string inside the
- * ELF file, else the file name. The layout comes from the generated
- * tables up to 3.12 and from the target's own _Py_DebugOffsets from 3.13.
+ * ELF file, else the file name. The layout comes from the one chooser
+ * (pylayout.c).
  */
 #include "pyversion.h"
 
@@ -14,7 +14,7 @@
 
 #include "elffile.h"
 #include "proc.h"
-#include "pydebugoffsets.h"
+#include "pylayout.h"
 
 #define SCAN_MAX_BYTES (256u << 20)
 
@@ -107,6 +107,7 @@ struct candidate {
 	uint64_t runtime_vaddr;		/* _PyRuntime, 0 if absent */
 	uint64_t interp_head_vaddr;	/* 3.6's interp_head, 0 if absent */
 	uint64_t py_version_vaddr;	/* Py_Version, 0 if absent */
+	int version_exact;		/* the version was read from Py_Version */
 };
 
 /* Does this mapped file hold a CPython runtime? */
@@ -178,6 +179,7 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 		t->minor = (hex >> 16) & 0xff;
 		t->micro = (hex >> 8) & 0xff;
 		t->version_hex = (uint32_t)hex;
+		c->version_exact = 1;
 		return 0;
 	}
 	version_from_name(c->map->path, &hmaj, &hmin);
@@ -194,76 +196,28 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 	return 0;
 }
 
-/* Copies the start of _PyRuntime; when the full read fails, a shorter
- * copy (the parser says whether it is long enough). 0 if nothing reads. */
-static size_t read_runtime_head(const struct target_src *src, pid_t pid, uint64_t addr,
-				uint8_t *buf, size_t len)
-{
-	for (; len >= 64; len /= 2)
-		if (target_read(src, pid, addr, buf, len) == 0)
-			return len;
-	return 0;
-}
-
-/* 3.13+: the target's own _Py_DebugOffsets, preferred to the generated
- * table, which knows only the patch release it was generated from. */
-static int layout_from_runtime(pid_t pid, const struct candidate *c, struct py_target *t,
-			       char *err, size_t errlen)
-{
-	uint8_t buf[PY_DEBUG_OFFSETS_READ];
-	uint64_t addr = c->runtime_vaddr + c->bias;
-	char why[256];
-	uint32_t hex = 0;
-	size_t n;
-
-	if (!c->runtime_vaddr) {
-		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s, but _PyRuntime is not in its symbol tables",
-			 (int)pid, t->comm, t->major, t->minor, t->module);
-		return -1;
-	}
-	n = read_runtime_head(c->src, pid, addr, buf, sizeof(buf));
-	if (!n) {
-		snprintf(err, errlen, "pid %d (%s): cannot read _PyRuntime at 0x%llx in %s (run as root)",
-			 (int)pid, t->comm, (unsigned long long)addr, t->module);
-		return -1;
-	}
-	if (py_debug_offsets_parse(buf, n, &hex, &t->layout, why, sizeof(why))) {
-		snprintf(err, errlen, "pid %d (%s): %s", (int)pid, t->comm, why);
-		return -1;
-	}
-	if (hex >> 16 != t->version_hex >> 16) {
-		snprintf(err, errlen, "pid %d (%s): _Py_DebugOffsets of %s says Python %u.%u, the interpreter says %u.%u",
-			 (int)pid, t->comm, t->module, hex >> 24, hex >> 16 & 0xff, t->major, t->minor);
-		return -1;
-	}
-	return 0;
-}
-
+/* The layout, from the one chooser (pylayout.c). */
 static int choose_layout(pid_t pid, const struct candidate *c, struct py_target *t,
 			 char *err, size_t errlen)
 {
-	const struct py_layout *layout;
+	struct py_facts f = {
+		.version_hex = t->version_hex,
+		.version_exact = c->version_exact,
+		.ft_name = py_ft_from_name(t->module),
+		.runtime_addr = c->runtime_vaddr ? c->runtime_vaddr + c->bias : 0,
+		.read = pyversion_read,
+		.read_ctx = t,
+	};
+	char why[320];
+	int ret = py_layout_choose(&f, &t->layout, why, sizeof(why));
 
-	if (t->major == 3 && t->minor >= PY_DEBUG_OFFSETS_MINOR) {
-		if (layout_from_runtime(pid, c, t, err, errlen))
-			return -1;
-	} else {
-		layout = py_layout_find(t->major, t->minor);
-		if (!layout || t->major != 3) {
-			snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), which pyperf-pprof does not support (supported: 3.6 and later)",
-				 (int)pid, t->comm, t->major, t->minor, t->micro, t->module);
-			return -1;
-		}
-		t->layout = *layout;
-	}
-	/* The BPF walk reads the frame fields with one copy of a bounded size. */
-	t->layout.walk.frame_span = py_frame_span(&t->layout.walk);
-	if (!t->layout.walk.frame_span) {
-		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u, whose frame fields lie more than %d bytes into a frame, which pyperf-pprof does not support",
-			 (int)pid, t->comm, t->major, t->minor, t->micro, PYPERF_FRAME_WIN);
-		return -1;
-	}
-	return 0;
+	if (ret == PY_LAYOUT_UNSUPPORTED)
+		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), %s", (int)pid,
+			 t->comm, t->major, t->minor, t->micro, t->module, why);
+	else if (ret)
+		snprintf(err, errlen, "pid %d (%s): Python %u.%u.%u in %s: %s", (int)pid, t->comm,
+			 t->major, t->minor, t->micro, t->module, why);
+	return ret ? -1 : 0;
 }
 
 static void fill_bpf_config(struct py_target *t, const struct candidate *c)

@@ -35,6 +35,14 @@ int pyversion_detect(const struct target_src *src, pid_t pid, struct py_target *
 int pyversion_detect_named(const struct target_src *src, pid_t pid, struct py_target *t,
 			   char *err, size_t errlen);
 
+/* A py_read_fn (pylayout.h) over target t (ctx): reads through t->src. */
+static inline int pyversion_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	const struct py_target *t = ctx;
+
+	return target_read(t->src, t->pid, addr, buf, len);
+}
+
 /* Parses "3.11.7", "3.12.0rc1+" ... at s. 0 on success. */
 int pyversion_parse(const char *s, unsigned *major, unsigned *minor, unsigned *micro);
 

@@ -16,7 +16,7 @@
 
 #include "output.h"
 #include "proc.h"
-#include "pydebugoffsets.h"
+#include "pylayout.h"
 #include "pyperf.h"
 #include "sample.h"
 
@@ -57,46 +57,25 @@ static const struct py_target *find_cb(void *ctx, int pid)
 	return t && t->ok ? &t->t : NULL;
 }
 
-/* The layout pyversion_detect() chose: the generated table up to 3.12,
- * the target's own _Py_DebugOffsets (read from the recording) from 3.13. */
+/* The layout pyversion_detect() chose, by the same chooser, from what the
+ * recording holds of the target's memory. */
 static int rebuild_layout(struct py_target *t, char *err, size_t errlen)
 {
-	const struct py_layout *l;
+	struct py_facts f = {
+		.version_hex = t->version_hex,
+		.ft_name = py_ft_from_name(t->module),
+		.runtime_addr = t->runtime_addr,
+		.read = pyversion_read,
+		.read_ctx = t,
+	};
+	char why[320];
+	int ret = py_layout_choose(&f, &t->layout, why, sizeof(why));
 
-	if (t->major == 3 && t->minor >= PY_DEBUG_OFFSETS_MINOR) {
-		uint8_t buf[PY_DEBUG_OFFSETS_READ];
-		char why[256];
-		uint32_t hex = 0;
-		size_t n = 0;
-
-		for (size_t len = sizeof(buf); t->runtime_addr && len >= 64; len /= 2) {
-			if (target_read(t->src, t->pid, t->runtime_addr, buf, len) == 0) {
-				n = len;
-				break;
-			}
-		}
-		if (!n) {
-			snprintf(err, errlen, "_PyRuntime at 0x%" PRIx64 " is not in the recording",
-				 t->runtime_addr);
-			return -1;
-		}
-		if (py_debug_offsets_parse(buf, n, &hex, &t->layout, why, sizeof(why))) {
-			snprintf(err, errlen, "%s", why);
-			return -1;
-		}
-		if (hex >> 16 != t->version_hex >> 16) {
-			snprintf(err, errlen, "_Py_DebugOffsets says Python %u.%u, the recording %u.%u",
-				 hex >> 24, hex >> 16 & 0xff, t->major, t->minor);
-			return -1;
-		}
-	} else {
-		l = py_layout_find(t->major, t->minor);
-		if (!l || t->major != 3) {
-			snprintf(err, errlen, "Python %u.%u is not supported", t->major, t->minor);
-			return -1;
-		}
-		t->layout = *l;
-	}
+	if (ret)
+		snprintf(err, errlen, "%s%.*s", ret == PY_LAYOUT_UNSUPPORTED ?
+			 "the recorded Python version, " : "", (int)(errlen / 2), why);
+	if (ret)
+		return -1;
 	t->bpf.off = t->layout.walk;
 	return 0;
 }
