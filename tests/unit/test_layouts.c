@@ -1,0 +1,909 @@
+/*
+ * The layouts no interpreter here can run (3.13t, 3.14, 3.14t, 3.15,
+ * 3.15t), tested on synthetic memory images of a small program: a
+ * _PyRuntime whose _Py_DebugOffsets is filled with offsetof() of C
+ * structures transcribed from CPython's headers (below, with the header
+ * of each), an interpreter with two threads, frames with code objects,
+ * names and location tables, a GIL. The image is walked with the code the
+ * profiler runs: py_layout_choose() (the attach checks), the frame step
+ * of the BPF walk (py_frame_decode/classify/flags in bpf/pyperf.h), the
+ * GIL decision (py_gil_flags) and the line lookup (py_code_start,
+ * py_layout_line). Memory is injected through a reader function, the same
+ * seam the chooser uses for a live process. Negative images must give a
+ * one-line refusal naming the field and both values.
+ *
+ * Not covered here: names through pysym (it reads with proc_read until the
+ * memory-source interface lands; the test reads the names through the
+ * layout's offsets instead), thread names (3.14+ tables lack the dict
+ * internals they need; the profiler falls back to the kernel's comm).
+ */
+#include "pylayout.h"
+#include "pyoffsets.h"
+#include "pyperf.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- CPython structures, 64-bit ------------------------------------- */
+
+/* Include/object.h: PyObject_HEAD of a GIL and a free-threaded build. */
+#define HEAD_GIL	int64_t ob_refcnt; uint64_t ob_type;
+#define HEAD_FT		uint64_t ob_tid; uint16_t ob_flags; uint8_t ob_mutex, ob_gc_bits; \
+			uint32_t ob_ref_local; int64_t ob_ref_shared; uint64_t ob_type;
+
+/*
+ * Include/cpython/unicodeobject.h (3.12+: PyASCIIObject is the header,
+ * length, hash, state), Include/cpython/bytesobject.h, Include/cpython/
+ * code.h (_PyCode_DEF of the 3.14 line, co_tlbc only in free-threaded
+ * builds), Include/internal/pycore_interpframe_structs.h (3.14
+ * _PyInterpreterFrame, tlbc_index only in free-threaded builds),
+ * Include/internal/pycore_gil.h (enabled first, free-threaded only).
+ * PyThreadState and PyInterpreterState are models: the members the
+ * profiler reads in their header order, the others folded into padding.
+ */
+#define DEFINE(SFX, HEAD, FT_CODE, FT_FRAME, FT_GIL)				\
+struct obj_##SFX { HEAD };							\
+struct ascii_##SFX { HEAD int64_t length; int64_t hash; uint32_t state; };	\
+struct unicode_##SFX { struct ascii_##SFX a; int64_t utf8_length;		\
+	uint64_t utf8; uint64_t data; };					\
+struct bytes_##SFX { HEAD int64_t ob_size; int64_t ob_shash; char ob_sval[8]; }; \
+struct tuple_##SFX { HEAD int64_t ob_size; uint64_t ob_item[1]; };		\
+struct type_##SFX { HEAD int64_t ob_size; uint64_t tp_name;			\
+	int64_t tp_basicsize, tp_itemsize; uint64_t pad[12]; uint64_t tp_flags; }; \
+struct code_##SFX { HEAD int64_t ob_size;					\
+	uint64_t co_consts, co_names, co_exceptiontable;			\
+	int32_t co_flags, co_argcount, co_posonlyargcount, co_kwonlyargcount,	\
+		co_stacksize, co_firstlineno, co_nlocalsplus, co_framesize,	\
+		co_nlocals, co_ncellvars, co_nfreevars;				\
+	uint32_t co_version;							\
+	uint64_t co_localsplusnames, co_localspluskinds, co_filename, co_name,	\
+		co_qualname, co_linetable, co_weakreflist, co_executors,	\
+		_co_cached, _co_instrumentation_version, _co_monitoring;	\
+	int64_t _co_unique_id;							\
+	int32_t _co_firsttraceable;						\
+	uint64_t co_extra;							\
+	FT_CODE									\
+	char co_code_adaptive[16]; };						\
+struct frame_##SFX { uint64_t f_executable, previous, f_funcobj, f_globals,	\
+	f_builtins, f_locals, frame_obj, instr_ptr, stackpointer;		\
+	FT_FRAME								\
+	uint16_t return_offset; char owner; uint8_t visited;			\
+	uint64_t localsplus[1]; };						\
+struct gil_##SFX { FT_GIL uint64_t interval; uint64_t last_holder;		\
+	int32_t locked; uint64_t switch_number; };				\
+struct tstate_##SFX { uint64_t prev, next, interp, eval_breaker;		\
+	uint64_t pad1[4]; uint64_t current_frame; uint64_t pad2[6];		\
+	uint64_t thread_id, native_thread_id, pad3[4]; };			\
+struct interp_##SFX { uint64_t id, next, threads_head, threads_main,		\
+	pad1[8], imports_modules, sysdict, builtins, ceval_gil;			\
+	struct gil_##SFX _gil; };
+
+DEFINE(gil, HEAD_GIL, , , )
+DEFINE(ft, HEAD_FT, uint64_t co_tlbc;, int32_t tlbc_index;, int32_t enabled;)
+
+/* Include/internal/pycore_debug_offsets.h, 3.14 line (see
+ * src/python/pylayout_rows.c for the commits read). */
+struct dbg314 {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		uint64_t size, id, next, threads_head, threads_main, gc, imports_modules,
+			sysdict, builtins, ceval_gil, gil_runtime_state,
+			gil_runtime_state_enabled, gil_runtime_state_locked,
+			gil_runtime_state_holder, code_object_generation, tlbc_generation;
+	} interpreter_state;
+	struct {
+		uint64_t size, prev, next, interp, current_frame, thread_id,
+			native_thread_id, datastack_chunk, status;
+	} thread_state;
+	struct {
+		uint64_t size, previous, executable, instr_ptr, localsplus, owner,
+			stackpointer, tlbc_index;
+	} interpreter_frame;
+	struct {
+		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+			localsplusnames, localspluskinds, co_code_adaptive, co_tlbc;
+	} code_object;
+	struct { uint64_t size, ob_type; } pyobject;
+	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
+	struct { uint64_t size, used, table, mask; } set_object;
+	struct { uint64_t size, ma_keys, ma_values; } dict_object;
+	struct { uint64_t size, ob_fval; } float_object;
+	struct { uint64_t size, lv_tag, ob_digit; } long_object;
+	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+	struct { uint64_t size, collecting; } gc;
+	struct { uint64_t size, gi_name, gi_iframe, gi_frame_state; } gen_object;
+	struct { uint64_t next, prev; } llist_node;
+	struct {
+		uint64_t eval_breaker, remote_debugger_support, remote_debugging_enabled,
+			debugger_pending_call, debugger_script_path,
+			debugger_script_path_size;
+	} debugger_support;
+};
+
+/* The same header, 3.15 development line (taegyunkim/cpython@8543f762). */
+struct dbg315 {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		uint64_t size, id, next, threads_head, threads_main, gc, imports_modules,
+			sysdict, builtins, ceval_gil, gil_runtime_state,
+			gil_runtime_state_enabled, gil_runtime_state_locked,
+			gil_runtime_state_holder, code_object_generation, tlbc_generation;
+	} interpreter_state;
+	struct {
+		uint64_t size, prev, next, interp, current_frame, base_frame,
+			last_profiled_frame, last_profiled_frame_seq, thread_id,
+			native_thread_id, datastack_chunk, status, holds_gil,
+			gil_requested, current_exception, exc_state;
+	} thread_state;
+	struct { uint64_t exc_value; } err_stackitem;
+	struct {
+		uint64_t size, previous, executable, instr_ptr, localsplus, owner,
+			stackpointer, tlbc_index;
+	} interpreter_frame;
+	struct {
+		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+			localsplusnames, localspluskinds, co_code_adaptive, co_tlbc;
+	} code_object;
+	struct { uint64_t size, ob_type; } pyobject;
+	struct { uint64_t size, tp_name, tp_repr, tp_flags, tp_basicsize, tp_dictoffset; } type_object;
+	struct { uint64_t size, ht_cached_keys; } heap_type_object;
+	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
+	struct { uint64_t size, used, table, mask; } set_object;
+	struct { uint64_t size, ma_keys, ma_values; } dict_object;
+	struct { uint64_t size, ob_fval; } float_object;
+	struct { uint64_t size, lv_tag, ob_digit; } long_object;
+	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+	struct { uint64_t size, state, length, asciiobject_size, compactunicodeobject_size; } unicode_object;
+	struct { uint64_t size, collecting, frame, generation_stats_size, generation_stats; } gc;
+	struct { uint64_t size, gi_name, gi_iframe, gi_frame_state; } gen_object;
+	struct { uint64_t next, prev; } llist_node;
+	struct {
+		uint64_t eval_breaker, remote_debugger_support, remote_debugging_enabled,
+			debugger_pending_call, debugger_script_path,
+			debugger_script_path_size;
+	} debugger_support;
+};
+
+/* Include/internal/pycore_runtime.h of v3.13.0 (the 3.13t table). */
+struct dbg313 {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict,
+			builtins, ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
+			gil_runtime_state_locked, gil_runtime_state_holder;
+	} interpreter_state;
+	struct {
+		uint64_t size, prev, next, interp, current_frame, thread_id,
+			native_thread_id, datastack_chunk, status;
+	} thread_state;
+	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+	struct {
+		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+			localsplusnames, localspluskinds, co_code_adaptive;
+	} code_object;
+	struct { uint64_t size, ob_type; } pyobject;
+	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
+	struct { uint64_t size, ma_keys, ma_values; } dict_object;
+	struct { uint64_t size, ob_fval; } float_object;
+	struct { uint64_t size, lv_tag, ob_digit; } long_object;
+	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+	struct { uint64_t size, collecting; } gc;
+};
+
+/* ---- results ---------------------------------------------------------- */
+
+static unsigned passed, failed;
+
+static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", cond ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (cond)
+		passed++;
+	else
+		failed++;
+}
+
+/* ---- the memory image ------------------------------------------------- */
+
+#define IMG_BASE	0x7f1200000000ull
+#define IMG_SIZE	(1u << 20)
+
+struct image {
+	uint8_t *mem;
+	size_t used;
+};
+
+static uint64_t img_alloc(struct image *im, size_t n)
+{
+	uint64_t a = IMG_BASE + im->used;
+
+	im->used += (n + 63) & ~(size_t)63;
+	if (im->used > IMG_SIZE) {
+		fprintf(stderr, "image full\n");
+		exit(2);
+	}
+	return a;
+}
+
+static void *at(struct image *im, uint64_t addr)
+{
+	return im->mem + (addr - IMG_BASE);
+}
+
+/* The reader the chooser and the line lookup get: only inside the image. */
+static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct image *im = ctx;
+
+	if (addr < IMG_BASE || len > IMG_SIZE || addr - IMG_BASE > IMG_SIZE - len)
+		return -1;
+	memcpy(buf, im->mem + (addr - IMG_BASE), len);
+	return 0;
+}
+
+static void put64(struct image *im, uint64_t addr, uint64_t v)
+{
+	memcpy(at(im, addr), &v, 8);
+}
+
+static void put32(struct image *im, uint64_t addr, uint32_t v)
+{
+	memcpy(at(im, addr), &v, 4);
+}
+
+/* ---- one version and build ------------------------------------------- */
+
+struct shape {
+	const char *name;		/* "3.14t" */
+	uint32_t hex;			/* PY_VERSION_HEX */
+	int ft;
+	const char *file;		/* the interpreter's file name */
+	int table;			/* 313, 314 or 315: which debug struct */
+	uint8_t shim_owner;		/* FRAME_OWNED_BY_INTERPRETER */
+};
+
+/* Member offsets of the build's structures, taken with offsetof. */
+struct offs {
+	size_t obj_size, ob_type, var_size, ascii_size, uni_size, state, length;
+	size_t bytes_size, bytes_sval, bytes_ob_size, tuple_size, tuple_item, tuple_ob_size;
+	size_t type_size, tp_name, tp_flags;
+	size_t code_size, filename, name, qualname, linetable, firstlineno, argcount,
+		localsplusnames, localspluskinds, adaptive, tlbc;
+	size_t frame_size, previous, executable, instr_ptr, localsplus, owner, stackpointer,
+		tlbc_index;
+	size_t ts_size, ts_prev, ts_next, ts_interp, ts_frame, ts_tid, ts_ntid;
+	size_t is_size, is_next, is_threads, is_main, is_modules, is_sysdict, is_builtins,
+		is_ceval_gil, is_gil, gil_enabled, gil_locked, gil_holder;
+};
+
+#define FILL(SFX, o, ft) do {								\
+	o.obj_size = sizeof(struct obj_##SFX);						\
+	o.ob_type = offsetof(struct obj_##SFX, ob_type);				\
+	o.var_size = offsetof(struct bytes_##SFX, ob_size);				\
+	o.ascii_size = sizeof(struct ascii_##SFX);					\
+	o.uni_size = sizeof(struct unicode_##SFX);					\
+	o.state = offsetof(struct ascii_##SFX, state);					\
+	o.length = offsetof(struct ascii_##SFX, length);				\
+	o.bytes_size = sizeof(struct bytes_##SFX);					\
+	o.bytes_ob_size = offsetof(struct bytes_##SFX, ob_size);			\
+	o.bytes_sval = offsetof(struct bytes_##SFX, ob_sval);				\
+	o.tuple_size = sizeof(struct tuple_##SFX);					\
+	o.tuple_item = offsetof(struct tuple_##SFX, ob_item);				\
+	o.tuple_ob_size = offsetof(struct tuple_##SFX, ob_size);			\
+	o.type_size = sizeof(struct type_##SFX);					\
+	o.tp_name = offsetof(struct type_##SFX, tp_name);				\
+	o.tp_flags = offsetof(struct type_##SFX, tp_flags);				\
+	o.code_size = sizeof(struct code_##SFX);					\
+	o.filename = offsetof(struct code_##SFX, co_filename);				\
+	o.name = offsetof(struct code_##SFX, co_name);					\
+	o.qualname = offsetof(struct code_##SFX, co_qualname);				\
+	o.linetable = offsetof(struct code_##SFX, co_linetable);			\
+	o.firstlineno = offsetof(struct code_##SFX, co_firstlineno);			\
+	o.argcount = offsetof(struct code_##SFX, co_argcount);				\
+	o.localsplusnames = offsetof(struct code_##SFX, co_localsplusnames);		\
+	o.localspluskinds = offsetof(struct code_##SFX, co_localspluskinds);		\
+	o.adaptive = offsetof(struct code_##SFX, co_code_adaptive);			\
+	o.frame_size = sizeof(struct frame_##SFX);					\
+	o.previous = offsetof(struct frame_##SFX, previous);				\
+	o.executable = offsetof(struct frame_##SFX, f_executable);			\
+	o.instr_ptr = offsetof(struct frame_##SFX, instr_ptr);				\
+	o.localsplus = offsetof(struct frame_##SFX, localsplus);			\
+	o.owner = offsetof(struct frame_##SFX, owner);					\
+	o.stackpointer = offsetof(struct frame_##SFX, stackpointer);			\
+	o.ts_size = sizeof(struct tstate_##SFX);					\
+	o.ts_prev = offsetof(struct tstate_##SFX, prev);				\
+	o.ts_next = offsetof(struct tstate_##SFX, next);				\
+	o.ts_interp = offsetof(struct tstate_##SFX, interp);				\
+	o.ts_frame = offsetof(struct tstate_##SFX, current_frame);			\
+	o.ts_tid = offsetof(struct tstate_##SFX, thread_id);				\
+	o.ts_ntid = offsetof(struct tstate_##SFX, native_thread_id);			\
+	o.is_size = sizeof(struct interp_##SFX);					\
+	o.is_next = offsetof(struct interp_##SFX, next);				\
+	o.is_threads = offsetof(struct interp_##SFX, threads_head);			\
+	o.is_main = offsetof(struct interp_##SFX, threads_main);			\
+	o.is_modules = offsetof(struct interp_##SFX, imports_modules);			\
+	o.is_sysdict = offsetof(struct interp_##SFX, sysdict);				\
+	o.is_builtins = offsetof(struct interp_##SFX, builtins);			\
+	o.is_ceval_gil = offsetof(struct interp_##SFX, ceval_gil);			\
+	o.is_gil = offsetof(struct interp_##SFX, _gil);					\
+	o.gil_locked = offsetof(struct gil_##SFX, locked);				\
+	o.gil_holder = offsetof(struct gil_##SFX, last_holder);				\
+} while (0)
+
+static void fill_offs(struct offs *o, int ft)
+{
+	memset(o, 0, sizeof(*o));
+	if (ft) {
+		FILL(ft, (*o), 1);
+		o->tlbc = offsetof(struct code_ft, co_tlbc);
+		o->tlbc_index = offsetof(struct frame_ft, tlbc_index);
+		o->gil_enabled = offsetof(struct gil_ft, enabled);
+	} else {
+		FILL(gil, (*o), 0);
+	}
+}
+
+/* A table of the shape's version, as CPython's _Py_DebugOffsets_INIT
+ * fills it: sizes and offsetof of the structures above. */
+static size_t make_table(const struct shape *s, const struct offs *o, uint8_t *buf,
+			 uint64_t runtime_size, uint64_t interp_head)
+{
+	uint64_t ft = s->ft;
+
+#define GROUPS(T)									\
+	memcpy(T.cookie, "xdebugpy", 8);						\
+	T.version = s->hex; T.free_threaded = ft;					\
+	T.runtime_state.size = runtime_size;						\
+	T.runtime_state.interpreters_head = interp_head;				\
+	T.interpreter_state.size = o->is_size; T.interpreter_state.next = o->is_next;	\
+	T.interpreter_state.threads_head = o->is_threads;				\
+	T.interpreter_state.imports_modules = o->is_modules;				\
+	T.interpreter_state.sysdict = o->is_sysdict;					\
+	T.interpreter_state.builtins = o->is_builtins;					\
+	T.interpreter_state.ceval_gil = o->is_ceval_gil;				\
+	T.interpreter_state.gil_runtime_state = o->is_gil;				\
+	T.interpreter_state.gil_runtime_state_enabled = ft ? o->gil_enabled : 0;	\
+	T.interpreter_state.gil_runtime_state_locked = o->is_gil + o->gil_locked;	\
+	T.interpreter_state.gil_runtime_state_holder = o->is_gil + o->gil_holder;	\
+	T.thread_state.size = o->ts_size; T.thread_state.prev = o->ts_prev;		\
+	T.thread_state.next = o->ts_next; T.thread_state.interp = o->ts_interp;		\
+	T.thread_state.current_frame = o->ts_frame;					\
+	T.thread_state.thread_id = o->ts_tid;						\
+	T.thread_state.native_thread_id = o->ts_ntid;					\
+	T.interpreter_frame.size = o->frame_size;					\
+	T.interpreter_frame.previous = o->previous;					\
+	T.interpreter_frame.executable = o->executable;					\
+	T.interpreter_frame.instr_ptr = o->instr_ptr;					\
+	T.interpreter_frame.localsplus = o->localsplus;					\
+	T.interpreter_frame.owner = o->owner;						\
+	T.code_object.size = o->code_size; T.code_object.filename = o->filename;	\
+	T.code_object.name = o->name; T.code_object.qualname = o->qualname;		\
+	T.code_object.linetable = o->linetable;						\
+	T.code_object.firstlineno = o->firstlineno;					\
+	T.code_object.argcount = o->argcount;						\
+	T.code_object.localsplusnames = o->localsplusnames;				\
+	T.code_object.localspluskinds = o->localspluskinds;				\
+	T.code_object.co_code_adaptive = o->adaptive;					\
+	T.pyobject.size = o->obj_size; T.pyobject.ob_type = o->ob_type;			\
+	T.type_object.size = o->type_size; T.type_object.tp_name = o->tp_name;		\
+	T.type_object.tp_flags = o->tp_flags;						\
+	T.tuple_object.size = o->tuple_size; T.tuple_object.ob_item = o->tuple_item;	\
+	T.tuple_object.ob_size = o->tuple_ob_size;					\
+	T.list_object.size = o->tuple_size; T.list_object.ob_item = o->tuple_item;	\
+	T.list_object.ob_size = o->tuple_ob_size;					\
+	T.dict_object.size = 48; T.dict_object.ma_keys = o->obj_size + 16;		\
+	T.dict_object.ma_values = o->obj_size + 24;					\
+	T.float_object.size = o->obj_size + 8; T.float_object.ob_fval = o->obj_size;	\
+	T.long_object.size = o->obj_size + 16; T.long_object.lv_tag = o->obj_size;	\
+	T.long_object.ob_digit = o->obj_size + 8;					\
+	T.bytes_object.size = o->bytes_size; T.bytes_object.ob_size = o->bytes_ob_size; \
+	T.bytes_object.ob_sval = o->bytes_sval;						\
+	T.unicode_object.size = o->uni_size; T.unicode_object.state = o->state;		\
+	T.unicode_object.length = o->length;						\
+	T.unicode_object.asciiobject_size = o->ascii_size;				\
+	T.gc.size = 0x100; T.gc.collecting = 8;
+
+	if (s->table == 313) {
+		struct dbg313 t = { 0 };
+
+		GROUPS(t)
+		memcpy(buf, &t, sizeof(t));
+		return sizeof(t);
+	}
+	if (s->table == 314) {
+		struct dbg314 t = { 0 };
+
+		GROUPS(t)
+		t.interpreter_state.threads_main = o->is_main;
+		t.interpreter_frame.stackpointer = o->stackpointer;
+		t.interpreter_frame.tlbc_index = ft ? o->tlbc_index : 0;
+		t.code_object.co_tlbc = ft ? o->tlbc : 0;
+		t.set_object.size = 200;
+		t.gen_object.size = 0xa0;
+		t.llist_node.prev = 8;
+		memcpy(buf, &t, sizeof(t));
+		return sizeof(t);
+	}
+	struct dbg315 t = { 0 };
+
+	GROUPS(t)
+	t.interpreter_state.threads_main = o->is_main;
+	t.interpreter_frame.stackpointer = o->stackpointer;
+	t.interpreter_frame.tlbc_index = ft ? o->tlbc_index : 0;
+	t.code_object.co_tlbc = ft ? o->tlbc : 0;
+	t.type_object.tp_basicsize = o->tp_name + 8;
+	t.unicode_object.compactunicodeobject_size = o->ascii_size + 16;
+	t.set_object.size = 200;
+	t.gen_object.size = 0xa0;
+	t.llist_node.prev = 8;
+	memcpy(buf, &t, sizeof(t));
+	return sizeof(t);
+#undef GROUPS
+}
+
+/* ---- the program ------------------------------------------------------ */
+
+#define RUNTIME_SIZE	0x2000
+#define RUNTIME_IHEAD	0x1800		/* _PyRuntime.interpreters.head */
+#define TID1		1001
+#define TID2		1002
+
+struct program {
+	struct image im;
+	struct offs o;
+	const struct shape *s;
+	uint64_t runtime, interp, ts[2], str_type, leaf1, leaf2;
+	size_t table_len;
+};
+
+static uint64_t make_type(struct program *p, const char *name)
+{
+	uint64_t t = img_alloc(&p->im, p->o.type_size), n = img_alloc(&p->im, strlen(name) + 1);
+
+	memcpy(at(&p->im, n), name, strlen(name) + 1);
+	put64(&p->im, t + p->o.tp_name, n);
+	return t;
+}
+
+/* A compact ASCII str (state: kind 1, compact, ascii). */
+static uint64_t make_str(struct program *p, const char *s)
+{
+	size_t n = strlen(s);
+	uint64_t a = img_alloc(&p->im, p->o.ascii_size + n + 1);
+
+	put64(&p->im, a + p->o.ob_type, p->str_type);
+	put64(&p->im, a + p->o.length, n);
+	put32(&p->im, a + p->o.state, 1u << 2 | 1u << 5 | 1u << 6);
+	memcpy(at(&p->im, a + p->o.ascii_size), s, n + 1);
+	return a;
+}
+
+/*
+ * The location table of every code object here (3.11+ format, entries
+ * of kind 13 "no columns", two code units each, line delta as a signed
+ * varint): units 0-1 line first, 2-3 first + 2, 4-5 first + 3.
+ */
+static const uint8_t linetable[] = { 0xe9, 0x00, 0xe9, 0x04, 0xe9, 0x02 };
+
+static uint64_t make_code(struct program *p, const char *qualname, int firstlineno)
+{
+	const struct offs *o = &p->o;
+	uint64_t c = img_alloc(&p->im, o->code_size);
+	uint64_t b = img_alloc(&p->im, o->bytes_size + sizeof(linetable));
+
+	put64(&p->im, b + o->bytes_ob_size, sizeof(linetable));
+	memcpy(at(&p->im, b + o->bytes_sval), linetable, sizeof(linetable));
+	put64(&p->im, c + o->filename, make_str(p, "app.py"));
+	put64(&p->im, c + o->name, make_str(p, strrchr(qualname, '.') ?
+					    strrchr(qualname, '.') + 1 : qualname));
+	put64(&p->im, c + o->qualname, make_str(p, qualname));
+	put64(&p->im, c + o->linetable, b);
+	put32(&p->im, c + o->firstlineno, (uint32_t)firstlineno);
+	return c;
+}
+
+/* A frame at code unit `unit` of code (of bytecode copy `copy`, whose
+ * start is `base`), linked to previous. */
+static uint64_t make_frame(struct program *p, uint64_t code, uint64_t exec_bits, uint64_t base,
+			   unsigned unit, int32_t copy, uint8_t owner, uint64_t previous)
+{
+	const struct offs *o = &p->o;
+	uint64_t f = img_alloc(&p->im, o->frame_size);
+
+	put64(&p->im, f + o->executable, code ? code | exec_bits : exec_bits);
+	put64(&p->im, f + o->previous, previous);
+	put64(&p->im, f + o->instr_ptr, base + 2ull * unit);
+	*(char *)at(&p->im, f + o->owner) = (char)owner;
+	if (p->s->ft && o->tlbc_index)
+		put32(&p->im, f + o->tlbc_index, (uint32_t)copy);
+	return f;
+}
+
+/* Thread 2's bytecode copy 1 (free-threaded 3.14+): co_tlbc holds
+ * { size 2, entries { co_code_adaptive, copy } }. */
+static uint64_t make_copy(struct program *p, uint64_t code)
+{
+	uint64_t arr = img_alloc(&p->im, 24), copy = img_alloc(&p->im, 16);
+
+	put64(&p->im, arr, 2);
+	put64(&p->im, arr + 8, code + p->o.adaptive);
+	put64(&p->im, arr + 16, copy);
+	put64(&p->im, code + p->o.tlbc, arr);
+	return copy;
+}
+
+static uint64_t make_tstate(struct program *p, uint64_t ntid, uint64_t frame, uint64_t next)
+{
+	uint64_t t = img_alloc(&p->im, p->o.ts_size);
+
+	put64(&p->im, t + p->o.ts_interp, p->interp);
+	put64(&p->im, t + p->o.ts_frame, frame);
+	put64(&p->im, t + p->o.ts_ntid, ntid);
+	put64(&p->im, t + p->o.ts_tid, 0x7f0000001000ull + ntid);
+	put64(&p->im, t + p->o.ts_next, next);
+	return t;
+}
+
+/*
+ * Thread 1: work (line 12, f_executable tagged as a borrowed reference
+ * on 3.14+) <- main (line 13) <- shim. Thread 2: helper (line 13 in
+ * bytecode copy 1 on free-threaded 3.14+, else line 10) <- shim (owner
+ * 4, FRAME_OWNED_BY_CSTACK, on 3.14) <- run (line 12) <- shim. The GIL is
+ * held by thread 1; gil_enabled says whether a free-threaded GIL is on.
+ */
+static void make_program(struct program *p, const struct shape *s, int gil_enabled)
+{
+	const struct offs *o = &p->o;
+	uint64_t work, mainc, helper, run, base2, f, g, t2, dict;
+	uint64_t tag = s->table >= 314 ? 1 : 0;
+	int copies = s->ft && s->table >= 314;
+
+	memset(p->im.mem, 0, IMG_SIZE);
+	p->im.used = 0;
+	p->s = s;
+	fill_offs(&p->o, s->ft);
+	p->runtime = img_alloc(&p->im, RUNTIME_SIZE);
+	p->interp = img_alloc(&p->im, o->is_size);
+	put64(&p->im, p->runtime + RUNTIME_IHEAD, p->interp);
+	p->str_type = make_type(p, "str");
+	dict = img_alloc(&p->im, 64);
+	put64(&p->im, dict + o->ob_type, make_type(p, "dict"));
+	put64(&p->im, p->interp + o->is_sysdict, dict);
+	work = make_code(p, "Worker.work", 10);
+	mainc = make_code(p, "<module>", 10);
+	helper = make_code(p, "helper", 10);
+	run = make_code(p, "Thread.run", 10);
+	base2 = copies ? make_copy(p, helper) : helper + o->adaptive;
+
+	f = make_frame(p, 0, 0, 0, 0, 0, s->shim_owner, 0);
+	f = make_frame(p, mainc, 0, mainc + o->adaptive, 4, 0, 0, f);
+	p->leaf1 = make_frame(p, work, tag, work + o->adaptive, 2, 0, 0, f);
+	f = make_frame(p, 0, 0, 0, 0, 0, s->shim_owner, 0);
+	f = make_frame(p, run, 0, run + o->adaptive, 2, 0, 0, f);
+	f = make_frame(p, 0, 0, 0, 0, 0, s->table >= 314 ? 4 : s->shim_owner, f);
+	p->leaf2 = make_frame(p, helper, 0, base2, copies ? 4 : 0, copies, 0, f);
+
+	t2 = make_tstate(p, TID2, p->leaf2, 0);
+	p->ts[0] = make_tstate(p, TID1, p->leaf1, t2);
+	p->ts[1] = t2;
+	put64(&p->im, p->interp + o->is_threads, p->ts[0]);
+	put64(&p->im, p->interp + o->is_main, p->ts[0]);
+	g = p->interp + o->is_gil;
+	put64(&p->im, p->interp + o->is_ceval_gil, g);
+	put32(&p->im, g + o->gil_locked, 1);
+	put64(&p->im, g + o->gil_holder, p->ts[0]);
+	if (s->ft)
+		put32(&p->im, g + o->gil_enabled, (uint32_t)gil_enabled);
+	p->table_len = make_table(s, o, at(&p->im, p->runtime), RUNTIME_SIZE, RUNTIME_IHEAD);
+}
+
+static int choose(struct program *p, const char *file, uint32_t py_version, struct py_layout *l,
+		  char *err, size_t errlen)
+{
+	struct py_facts f = {
+		.version_hex = py_version,
+		.version_exact = 1,
+		.ft_name = py_ft_from_name(file),
+		.runtime_addr = p->runtime,
+		.read = img_read,
+		.read_ctx = &p->im,
+	};
+
+	err[0] = 0;
+	return py_layout_choose(&f, l, err, errlen);
+}
+
+/* ---- walking it as the profiler does ----------------------------------- */
+
+static uint64_t rd64(struct program *p, uint64_t addr)
+{
+	uint64_t v = 0;
+
+	return img_read(&p->im, addr, &v, 8) ? 0 : v;
+}
+
+/* A str read through the layout's unicode offsets (ASCII only here). */
+static void layout_str(struct program *p, const struct py_layout *l, uint64_t a, char *buf,
+		       size_t len)
+{
+	uint64_t n = rd64(p, a + l->code.unicode_length);
+
+	buf[0] = 0;
+	if (n >= len || img_read(&p->im, a + l->code.unicode_ascii_size, buf, n))
+		return;
+	buf[n] = 0;
+}
+
+/* "qualname:line" per frame, innermost first, "*" after an eval-loop
+ * entry frame, ";" between; "BAD" when the walk refused a frame. */
+static void walk_thread(struct program *p, const struct py_layout *l, uint64_t ntid,
+			char *out, size_t len, uint64_t *tstate)
+{
+	const struct py_walk_offsets *w = &l->walk;
+	uint8_t win[PYPERF_FRAME_WIN + 8];
+	struct py_frame_rec rec[16];
+	uint64_t ts, frame;
+	unsigned n = 0;
+
+	out[0] = 0;
+	ts = rd64(p, rd64(p, p->runtime + l->runtime_interp_head) + w->interp_tstate_head);
+	for (int i = 0; ts && i < 16 && rd64(p, ts + w->ts_native_thread_id) != ntid; i++)
+		ts = rd64(p, ts + w->ts_next);
+	*tstate = ts;
+	frame = ts ? rd64(p, ts + w->ts_frame) : 0;
+	for (int i = 0; frame && i < 64 && n < 16; i++) {
+		struct py_frame_fields f;
+		int v;
+
+		memset(win, 0, sizeof(win));
+		if (img_read(&p->im, frame, win, w->frame_span)) {
+			snprintf(out, len, "READ");
+			return;
+		}
+		py_frame_decode(w, win, &f);
+		frame = f.back;
+		v = py_frame_classify(w, &f);
+		if (v == PY_FRAME_BAD) {
+			snprintf(out, len, "BAD");
+			return;
+		}
+		if (v == PY_FRAME_SHIM) {
+			if (n)
+				rec[n - 1].flags |= FRAME_F_ENTRY;
+			continue;
+		}
+		rec[n] = (struct py_frame_rec){ .code = f.code, .lasti = f.lasti,
+						 .flags = py_frame_flags(w, &f), .tlbc = f.tlbc };
+		n++;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t code = rec[i].code, tab = rd64(p, code + l->code.co_linetable), start;
+		int32_t first = 0;
+		uint8_t bytes[64];
+		int64_t blen = (int64_t)rd64(p, tab + l->code.bytes_size);
+		char name[64];
+		int line = -1;
+
+		img_read(&p->im, code + l->code.co_firstlineno, &first, 4);
+		layout_str(p, l, rd64(p, code + l->code.co_qualname), name, sizeof(name));
+		if (blen >= 0 && blen <= (int64_t)sizeof(bytes) &&
+		    !img_read(&p->im, tab + l->code.bytes_sval, bytes, (size_t)blen) &&
+		    !py_code_start(l, img_read, &p->im, code, rec[i].tlbc, &start))
+			line = py_layout_line(l, bytes, (size_t)blen, first, rec[i].lasti, start);
+		snprintf(out + strlen(out), len - strlen(out), "%s%s:%d%s", i ? ";" : "", name,
+			 line, rec[i].flags & FRAME_F_ENTRY ? "*" : "");
+	}
+}
+
+/* The GIL words read at the layout's addresses, decided by py_gil_flags. */
+static const char *gil_label(struct program *p, const struct py_layout *l, uint64_t tstate)
+{
+	const struct py_gil_offsets *g = &l->gil;
+	uint64_t base = rd64(p, rd64(p, p->runtime + l->runtime_interp_head) + g->interp_ceval_gil);
+	struct py_gil_read r = { 0 };
+	uint32_t flags;
+
+	if (base && g->enabled != PYPERF_NO_FIELD)
+		r.has_enabled = !img_read(&p->im, base + g->enabled, &r.enabled, 4);
+	if (base && g->locked != PYPERF_NO_FIELD && g->last_holder != PYPERF_NO_FIELD)
+		r.has_locked = !img_read(&p->im, base + g->locked, &r.locked, 4) &&
+			       !img_read(&p->im, base + g->last_holder, &r.holder, 8);
+	flags = py_gil_flags(&r, tstate);
+	return flags & SAMPLE_F_GIL_UNKNOWN ? "unknown" : flags & SAMPLE_F_GIL_OFF ? "disabled" :
+	       flags & SAMPLE_F_GIL_HELD ? "held" : "not_held";
+}
+
+/* ---- the tests -------------------------------------------------------- */
+
+static const struct shape shapes[] = {
+	{ "3.13t", 0x030d00f0, 1, "/opt/py/lib/libpython3.13t.so.1.0", 313, 3 },
+	{ "3.14", 0x030e00f0, 0, "/opt/py/bin/python3.14", 314, 3 },
+	{ "3.14t", 0x030e00f0, 1, "/opt/py/bin/python3.14t", 314, 3 },
+	{ "3.15", 0x030f00f0, 0, "/opt/py/lib/libpython3.15.so.1.0", 315, 3 },
+	{ "3.15t", 0x030f00f0, 1, "/opt/py/lib/libpython3.15t.so.1.0", 315, 3 },
+};
+
+static void test_shape(struct program *p, const struct shape *s)
+{
+	int copies = s->ft && s->table >= 314;
+	const char *want2 = copies ? "helper:13*;Thread.run:12*" : "helper:10*;Thread.run:12*";
+	char err[512], got[256];
+	struct py_layout l;
+	uint64_t ts1, ts2;
+	int ret;
+
+	make_program(p, s, 0);
+	ret = choose(p, s->file, s->hex, &l, err, sizeof(err));
+	check(ret == 0, "%s: layout chosen (%s)", s->name, ret ? err : l.source);
+	if (ret)
+		return;
+	check(l.free_threaded == s->ft && l.line_kind == PY_LINES_311 &&
+	      l.walk.entry_kind == PY_ENTRY_SHIM && l.walk.owner_shim == 3 &&
+	      l.walk.code_tag_mask == (s->table >= 314 ? 3 : 0),
+	      "%s: behaviour from its row (ft %u, lines %u, entry %u/%u, tag mask %u)", s->name,
+	      l.free_threaded, l.line_kind, l.walk.entry_kind, l.walk.owner_shim,
+	      l.walk.code_tag_mask);
+	check((l.walk.frame_tlbc_index != PYPERF_NO_FIELD) == copies &&
+	      (l.code.co_tlbc != PYPERF_NO_FIELD) == copies,
+	      "%s: per-thread bytecode fields %s", s->name, copies ? "present" : "absent");
+	walk_thread(p, &l, TID1, got, sizeof(got), &ts1);
+	check(strcmp(got, "Worker.work:12;<module>:13*") == 0, "%s: thread 1 stack %s", s->name,
+	      got);
+	walk_thread(p, &l, TID2, got, sizeof(got), &ts2);
+	check(strcmp(got, want2) == 0, "%s: thread 2 stack %s (want %s)", s->name, got, want2);
+	check(ts1 == p->ts[0] && ts2 == p->ts[1], "%s: thread states found by native id",
+	      s->name);
+	if (s->ft) {
+		check(strcmp(gil_label(p, &l, ts1), "disabled") == 0 &&
+		      strcmp(gil_label(p, &l, ts2), "disabled") == 0,
+		      "%s: GIL disabled at run time: gil=%s/%s", s->name, gil_label(p, &l, ts1),
+		      gil_label(p, &l, ts2));
+		make_program(p, s, 1);
+	}
+	check(strcmp(gil_label(p, &l, ts1), "held") == 0 &&
+	      strcmp(gil_label(p, &l, ts2), "not_held") == 0,
+	      "%s: GIL enabled: thread 1 gil=%s, thread 2 gil=%s", s->name,
+	      gil_label(p, &l, ts1), gil_label(p, &l, ts2));
+}
+
+/* err names what it must and is one line. */
+static void refused(int ret, const char *err, const char *what, const char *w1,
+		    const char *w2, const char *w3)
+{
+	int ok = ret != 0 && strstr(err, w1) && (!w2 || strstr(err, w2)) &&
+		 (!w3 || strstr(err, w3)) && !strchr(err, '\n');
+
+	check(ok, "%s refused: %s", what, err[0] ? err : "(no error)");
+}
+
+static void put_slot(struct program *p, size_t off, uint64_t v)
+{
+	put64(&p->im, p->runtime + off, v);
+}
+
+static void test_refusals(struct program *p)
+{
+	const struct shape *s314 = &shapes[1], *s314t = &shapes[2], *s315 = &shapes[3];
+	char err[512], got[256];
+	struct py_layout l;
+	uint64_t ts;
+	int ret;
+
+	make_program(p, s314, 0);
+	memcpy(at(&p->im, p->runtime), "xdebugpY", 8);
+	ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
+	refused(ret, err, "wrong cookie", "cookie", NULL, NULL);
+
+	make_program(p, s314, 0);
+	put_slot(p, offsetof(struct dbg314, interpreter_frame.size), p->o.owner);
+	ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
+	refused(ret, err, "interpreter_frame.size below owner", "interpreter_frame.owner",
+		"interpreter_frame.size", "beyond");
+
+	make_program(p, s314, 0);
+	put_slot(p, offsetof(struct dbg314, free_threaded), 1);
+	ret = choose(p, "/opt/py/bin/python3", s314->hex, &l, err, sizeof(err));
+	refused(ret, err, "GIL image with free_threaded = 1", "pyobject.size is 16", "32",
+		"free_threaded = 1");
+
+	make_program(p, s314t, 0);
+	ret = choose(p, "/opt/py/bin/python3.14", s314t->hex, &l, err, sizeof(err));
+	refused(ret, err, "free-threaded table in a file named like a GIL build",
+		"free_threaded is 1", "GIL build", "free_threaded 0");
+
+	make_program(p, s314, 0);
+	put_slot(p, offsetof(struct dbg314, version), 0x030e00c1);
+	ret = choose(p, s314->file, 0x030e00f0, &l, err, sizeof(err));
+	refused(ret, err, "table of 3.14.0rc1 in a 3.14.0 interpreter", "version",
+		"0x030e00c1 (3.14.0rc1)", "0x030e00f0 (3.14.0)");
+
+	make_program(p, s314, 0);
+	memcpy(at(&p->im, rd64(p, rd64(p, rd64(p, p->interp + p->o.is_sysdict) +
+					    p->o.ob_type) + p->o.tp_name)), "list", 5);
+	ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
+	refused(ret, err, "sys.__dict__ whose type is not dict", "sysdict", "\"list\"",
+		"\"dict\"");
+
+	/* The 3.14 shape applied to 3.15, and 3.15's to 3.14: the anchors
+	 * and sizes catch it. */
+	make_program(p, s314, 0);
+	put_slot(p, offsetof(struct dbg314, version), s315->hex);
+	ret = choose(p, s315->file, s315->hex, &l, err, sizeof(err));
+	refused(ret, err, "3.14-shaped table labelled 3.15", "3.15.0", "expected layout", NULL);
+	make_program(p, s315, 0);
+	put_slot(p, offsetof(struct dbg315, version), s314->hex);
+	ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
+	refused(ret, err, "3.15-shaped table labelled 3.14", "3.14.0", NULL, NULL);
+
+	/* Tagged garbage in f_executable: a tagged int, NULL, the invalid tag. */
+	static const uint64_t garbage[] = { (5 << 2) | 3, 1, 0, 0x1000 | 2 };
+
+	for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+		make_program(p, s314, 0);
+		ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
+		put64(&p->im, p->leaf1 + p->o.executable, garbage[i]);
+		walk_thread(p, &l, TID1, got, sizeof(got), &ts);
+		check(ret == 0 && strcmp(got, "BAD") == 0,
+		      "f_executable 0x%llx refused by the frame step: %s",
+		      (unsigned long long)garbage[i], got);
+	}
+}
+
+/* The rows themselves: one per version and build, no row without its
+ * behaviour, and the chooser refuses versions without one. */
+static void test_rows(struct program *p)
+{
+	char err[512];
+	struct py_layout l;
+	int bad = 0;
+
+	for (size_t i = 0; i < py_rows_count; i++) {
+		const struct py_row *r = &py_rows[i];
+
+		bad += !r->line_kind || !r->gil_kind || !r->entry_kind ||
+		       py_row_find(r->minor, r->free_threaded) != r ||
+		       (r->minor >= 13) != (r->debug != NULL);
+	}
+	check(!bad, "%zu rows, each complete and unique (%d bad)", py_rows_count, bad);
+	make_program(p, &shapes[1], 0);
+	check(choose(p, "/opt/py/bin/python2.7", 0x020712f0, &l, err, sizeof(err)) ==
+	      PY_LAYOUT_UNSUPPORTED && strstr(err, "does not support"),
+	      "Python 2.7 has no row: %s", err);
+	check(py_ft_from_name("/usr/lib/libpython3.14t.so.1.0") == 1 &&
+	      py_ft_from_name("/usr/bin/python3.14") == 0 &&
+	      py_ft_from_name("/usr/bin/myapp") == -1, "free-threaded file names recognised");
+}
+
+int main(void)
+{
+	struct program p = { .im = { .mem = calloc(1, IMG_SIZE) } };
+
+	if (!p.im.mem)
+		return 2;
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		test_shape(&p, &shapes[i]);
+	test_refusals(&p);
+	test_rows(&p);
+	free(p.im.mem);
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
