@@ -228,6 +228,29 @@ static int take_need(struct ctx *c, const struct need *n, struct py_layout *out)
 	return 0;
 }
 
+/* Every group of the row's list that starts with its structure's size
+ * and lies inside the copy must have a plausible size, used or not: a
+ * field list that does not match the table shifts some size slot onto an
+ * offset, a flag or a pointer-sized value. */
+static int check_group_sizes(struct ctx *c)
+{
+	long slot = SLOT_SECTIONS;
+
+	for (const struct py_debug_group *g = c->f->debug; g->name; g++) {
+		long first = slot;
+		uint64_t size;
+
+		for (const char *const *f = g->fields; *f; f++)
+			slot++;
+		if (strcmp(g->fields[0], "size") || read_slot(c, first, &size))
+			continue;
+		if (size < 8 || size > STRUCT_MAX)
+			return fail(c, "%s.size %llu is implausible for a structure (8 to %u): the table does not have the expected layout",
+				    g->name, (unsigned long long)size, STRUCT_MAX);
+	}
+	return 0;
+}
+
 static int check_anchors(struct ctx *c)
 {
 	const struct anchor anchors[] = {
@@ -407,7 +430,7 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 	struct py_layout l;
 	uint32_t hex = 0;
 
-	if (read_header(&c, &hex) || check_anchors(&c))
+	if (read_header(&c, &hex) || check_group_sizes(&c) || check_anchors(&c))
 		return -1;
 	layout_init(&c, hex, &l);
 	for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++)

@@ -451,6 +451,8 @@ static size_t make_table(const struct shape *s, const struct offs *o, uint8_t *b
 	t.interpreter_frame.tlbc_index = ft ? o->tlbc_index : 0;
 	t.code_object.co_tlbc = ft ? o->tlbc : 0;
 	t.type_object.tp_basicsize = o->tp_name + 8;
+	t.heap_type_object.size = o->type_size + 64;
+	t.heap_type_object.ht_cached_keys = o->type_size + 8;
 	t.unicode_object.compactunicodeobject_size = o->ascii_size + 16;
 	t.set_object.size = 200;
 	t.gen_object.size = 0xa0;
@@ -818,6 +820,12 @@ static void test_refusals(struct program *p)
 	ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
 	refused(ret, err, "interpreter_frame.size below owner", "interpreter_frame.owner",
 		"interpreter_frame.size", "beyond");
+
+	make_program(p, s314, 0);
+	put_slot(p, offsetof(struct dbg314, set_object.size), 0);
+	ret = choose(p, s314->file, s314->hex, &l, err, sizeof(err));
+	refused(ret, err, "set_object.size 0 (a group the profiler does not use)",
+		"set_object.size 0", "implausible", NULL);
 
 	make_program(p, s314, 0);
 	put_slot(p, offsetof(struct dbg314, free_threaded), 1);
