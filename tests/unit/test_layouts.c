@@ -6,20 +6,23 @@
  * of each), an interpreter with two threads, frames with code objects,
  * names and location tables, a GIL. The image is walked with the code the
  * profiler runs: py_layout_choose() (the attach checks), the frame step
- * of the BPF walk (py_frame_decode/classify/flags in bpf/pyperf.h), the
- * GIL decision (py_gil_flags) and the line lookup (py_code_start,
- * py_layout_line). Memory is injected through a reader function, the same
- * seam the chooser uses for a live process. Negative images must give a
- * one-line refusal naming the field and both values.
+ * of the BPF walk (py_frame_decode/classify/flags in bpf/pyperf.h),
+ * pysym_resolve() for names, files and lines (per-thread bytecode copies
+ * included), pythread_gil_locate() and the BPF program's GIL decision
+ * (py_gil_flags). Memory is injected as a struct target_src serving the
+ * image, the interface every reader gets its target's memory from.
+ * Negative images must give a one-line refusal naming the field and both
+ * values.
  *
- * Not covered here: names through pysym (it reads with proc_read until the
- * memory-source interface lands; the test reads the names through the
- * layout's offsets instead), thread names (3.14+ tables lack the dict
- * internals they need; the profiler falls back to the kernel's comm).
+ * Not covered: thread names (3.14+ tables lack the dict internals they
+ * need; the profiler falls back to the kernel's comm).
  */
 #include "pylayout.h"
 #include "pyoffsets.h"
 #include "pyperf.h"
+#include "pysym.h"
+#include "pythread.h"
+#include "target_src.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -259,6 +262,59 @@ static int img_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	memcpy(buf, im->mem + (addr - IMG_BASE), len);
 	return 0;
 }
+
+/* process_vm_readv over the image: stops at the first remote element
+ * outside it, as the system call does. */
+static ssize_t img_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nlocal,
+			 const struct iovec *remote, unsigned long nremote)
+{
+	size_t li = 0, loff = 0;
+	ssize_t done = 0;
+
+	(void)pid;
+	for (unsigned long r = 0; r < nremote; r++) {
+		uint64_t addr = (uint64_t)(uintptr_t)remote[r].iov_base;
+		size_t left = remote[r].iov_len;
+		uint8_t tmp[4096];
+
+		if (left > sizeof(tmp) || img_read(ctx, addr, tmp, left))
+			return done ? done : -1;
+		for (size_t k = 0; k < left; k++) {
+			while (li < nlocal && loff == local[li].iov_len) {
+				li++;
+				loff = 0;
+			}
+			if (li == nlocal)
+				return done;
+			((uint8_t *)local[li].iov_base)[loff++] = tmp[k];
+			done++;
+		}
+	}
+	return done;
+}
+
+static char *img_read_file(void *ctx, const char *path, size_t max, size_t *len)
+{
+	(void)ctx; (void)path; (void)max; (void)len;
+	return NULL;
+}
+
+static void img_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf, size_t len)
+{
+	(void)ctx; (void)pid; (void)m;
+	snprintf(buf, len, "/nonexistent");
+}
+
+static struct elf_file *img_open_elf(void *ctx, const char *path)
+{
+	(void)ctx; (void)path;
+	return NULL;
+}
+
+static const struct target_src_ops img_ops = {
+	.readv = img_readv, .read_file = img_read_file, .map_file = img_map_file,
+	.open_elf = img_open_elf,
+};
 
 static void put64(struct image *im, uint64_t addr, uint64_t v)
 {
@@ -643,19 +699,21 @@ static uint64_t rd64(struct program *p, uint64_t addr)
 	return img_read(&p->im, addr, &v, 8) ? 0 : v;
 }
 
-/* A str read through the layout's unicode offsets (ASCII only here). */
-static void layout_str(struct program *p, const struct py_layout *l, uint64_t a, char *buf,
-		       size_t len)
+/* The target the profiler would have after attaching to the image. */
+static void make_target(struct program *p, const struct py_layout *l, struct py_target *t,
+			struct target_src *src)
 {
-	uint64_t n = rd64(p, a + l->code.unicode_length);
-
-	buf[0] = 0;
-	if (n >= len || img_read(&p->im, a + l->code.unicode_ascii_size, buf, n))
-		return;
-	buf[n] = 0;
+	*src = (struct target_src){ .ops = &img_ops, .ctx = &p->im };
+	memset(t, 0, sizeof(*t));
+	t->src = src;
+	t->pid = 4242;
+	t->runtime_addr = p->runtime;
+	t->layout = *l;
+	t->bpf.off = l->walk;
+	t->bpf.interp_head_addr = p->runtime + l->runtime_interp_head;
 }
 
-/* "qualname:line" per frame, innermost first, "*" after an eval-loop
+/* "qualname@file:line" per frame, innermost first, "*" after an eval-loop
  * entry frame, ";" between; "BAD" when the walk refused a frame. */
 static void walk_thread(struct program *p, const struct py_layout *l, uint64_t ntid,
 			char *out, size_t len, uint64_t *tstate)
@@ -663,11 +721,15 @@ static void walk_thread(struct program *p, const struct py_layout *l, uint64_t n
 	const struct py_walk_offsets *w = &l->walk;
 	uint8_t win[PYPERF_FRAME_WIN + 8];
 	struct py_frame_rec rec[16];
+	struct pysym_cache *syms = pysym_cache_new(64);
+	struct target_src src;
+	struct py_target t;
 	uint64_t ts, frame;
 	unsigned n = 0;
 
 	out[0] = 0;
-	ts = rd64(p, rd64(p, p->runtime + l->runtime_interp_head) + w->interp_tstate_head);
+	make_target(p, l, &t, &src);
+	ts = rd64(p, rd64(p, t.bpf.interp_head_addr) + w->interp_tstate_head);
 	for (int i = 0; ts && i < 16 && rd64(p, ts + w->ts_native_thread_id) != ntid; i++)
 		ts = rd64(p, ts + w->ts_next);
 	*tstate = ts;
@@ -679,14 +741,14 @@ static void walk_thread(struct program *p, const struct py_layout *l, uint64_t n
 		memset(win, 0, sizeof(win));
 		if (img_read(&p->im, frame, win, w->frame_span)) {
 			snprintf(out, len, "READ");
-			return;
+			goto done;
 		}
 		py_frame_decode(w, win, &f);
 		frame = f.back;
 		v = py_frame_classify(w, &f);
 		if (v == PY_FRAME_BAD) {
 			snprintf(out, len, "BAD");
-			return;
+			goto done;
 		}
 		if (v == PY_FRAME_SHIM) {
 			if (n)
@@ -698,37 +760,38 @@ static void walk_thread(struct program *p, const struct py_layout *l, uint64_t n
 		n++;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t code = rec[i].code, tab = rd64(p, code + l->code.co_linetable), start;
-		int32_t first = 0;
-		uint8_t bytes[64];
-		int64_t blen = (int64_t)rd64(p, tab + l->code.bytes_size);
-		char name[64];
-		int line = -1;
+		struct pyframe_info fi;
+		int r = pysym_resolve(syms, &t, rec[i].code, rec[i].lasti, 0, rec[i].tlbc, &fi);
 
-		img_read(&p->im, code + l->code.co_firstlineno, &first, 4);
-		layout_str(p, l, rd64(p, code + l->code.co_qualname), name, sizeof(name));
-		if (blen >= 0 && blen <= (int64_t)sizeof(bytes) &&
-		    !img_read(&p->im, tab + l->code.bytes_sval, bytes, (size_t)blen) &&
-		    !py_code_start(l, img_read, &p->im, code, rec[i].tlbc, &start))
-			line = py_layout_line(l, bytes, (size_t)blen, first, rec[i].lasti, start);
-		snprintf(out + strlen(out), len - strlen(out), "%s%s:%d%s", i ? ";" : "", name,
-			 line, rec[i].flags & FRAME_F_ENTRY ? "*" : "");
+		snprintf(out + strlen(out), len - strlen(out), "%s%s@%s:%d%s", i ? ";" : "",
+			 r == 0 ? fi.name : r == 1 ? "[not started]" : "[unreadable]",
+			 r == 0 ? fi.filename : "", r == 0 ? fi.line : -1,
+			 rec[i].flags & FRAME_F_ENTRY ? "*" : "");
 	}
+done:
+	pysym_cache_free(syms);
 }
 
-/* The GIL words read at the layout's addresses, decided by py_gil_flags. */
+/* The GIL words at the addresses pythread_gil_locate() finds, decided by
+ * the BPF program's py_gil_flags(). */
 static const char *gil_label(struct program *p, const struct py_layout *l, uint64_t tstate)
 {
-	const struct py_gil_offsets *g = &l->gil;
-	uint64_t base = rd64(p, rd64(p, p->runtime + l->runtime_interp_head) + g->interp_ceval_gil);
 	struct py_gil_read r = { 0 };
+	struct pythread_gil g;
+	struct target_src src;
+	struct py_target t;
 	uint32_t flags;
 
-	if (base && g->enabled != PYPERF_NO_FIELD)
-		r.has_enabled = !img_read(&p->im, base + g->enabled, &r.enabled, 4);
-	if (base && g->locked != PYPERF_NO_FIELD && g->last_holder != PYPERF_NO_FIELD)
-		r.has_locked = !img_read(&p->im, base + g->locked, &r.locked, 4) &&
-			       !img_read(&p->im, base + g->last_holder, &r.holder, 8);
+	make_target(p, l, &t, &src);
+	if (pythread_gil_locate(&t, &g))
+		return "not located";
+	if (g.enabled_addr)
+		r.has_enabled = !img_read(&p->im, g.enabled_addr, &r.enabled, 4);
+	if (g.locked_addr && g.holder_addr)
+		r.has_locked = !img_read(&p->im, g.locked_addr, &r.locked, 4) &&
+			       !img_read(&p->im, g.holder_addr, &r.holder, 8);
+	if (g.current_addr)
+		r.has_current = !img_read(&p->im, g.current_addr, &r.current, 8);
 	flags = py_gil_flags(&r, tstate);
 	return flags & SAMPLE_F_GIL_UNKNOWN ? "unknown" : flags & SAMPLE_F_GIL_OFF ? "disabled" :
 	       flags & SAMPLE_F_GIL_HELD ? "held" : "not_held";
@@ -747,7 +810,8 @@ static const struct shape shapes[] = {
 static void test_shape(struct program *p, const struct shape *s)
 {
 	int copies = s->ft && s->table >= 314;
-	const char *want2 = copies ? "helper:13*;Thread.run:12*" : "helper:10*;Thread.run:12*";
+	const char *want2 = copies ? "helper@app.py:13*;Thread.run@app.py:12*" :
+				     "helper@app.py:10*;Thread.run@app.py:12*";
 	char err[512], got[256];
 	struct py_layout l;
 	uint64_t ts1, ts2;
@@ -768,8 +832,8 @@ static void test_shape(struct program *p, const struct shape *s)
 	      (l.code.co_tlbc != PYPERF_NO_FIELD) == copies,
 	      "%s: per-thread bytecode fields %s", s->name, copies ? "present" : "absent");
 	walk_thread(p, &l, TID1, got, sizeof(got), &ts1);
-	check(strcmp(got, "Worker.work:12;<module>:13*") == 0, "%s: thread 1 stack %s", s->name,
-	      got);
+	check(strcmp(got, "Worker.work@app.py:12;<module>@app.py:13*") == 0,
+	      "%s: thread 1 stack %s", s->name, got);
 	walk_thread(p, &l, TID2, got, sizeof(got), &ts2);
 	check(strcmp(got, want2) == 0, "%s: thread 2 stack %s (want %s)", s->name, got, want2);
 	check(ts1 == p->ts[0] && ts2 == p->ts[1], "%s: thread states found by native id",
