@@ -641,6 +641,7 @@ static void print_summary(struct session *s)
 {
 	const struct sample_counts *n = &s->sink.n;
 	struct pysym_stats ps;
+	struct pythread_stats ts;
 
 	say(s, "pyperf-pprof: %" PRIu64 " samples (%zu distinct stacks) from %d process%s, %"
 	    PRIu64 " thread%s; lost %" PRIu64 "\n", n->records,
@@ -671,6 +672,10 @@ static void print_summary(struct session *s)
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 "\n", ps.hits, ps.misses,
 		ps.evictions, ps.stale, ps.errors);
+	pythread_get_stats(s->sink.threads, &ts);
+	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
+		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64
+		"\n", ts.hits, ts.lookups, ts.failures, ts.resolves, ts.evictions);
 	if (s->sink.unw)
 		print_native_stats(s);
 }

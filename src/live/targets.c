@@ -31,14 +31,62 @@ void targets_free(struct target_set *ts)
 	for (size_t i = 0; i < ts->nretired; i++)
 		free(ts->retired[i]);
 	ts->n = ts->nretired = 0;
+	memset(ts->slot, 0, sizeof(ts->slot));
+}
+
+/* ---- pid index: every sample looks its target up ------------------------ */
+
+static size_t pid_hash(pid_t pid)
+{
+	return ((uint32_t)pid * 2654435761u) & (TARGETS_SLOTS - 1);
+}
+
+/* The slot holding pid, or -1. The index is at most half full, so the
+ * probe ends at an empty slot. */
+static long slot_of(const struct target_set *ts, pid_t pid)
+{
+	for (size_t i = pid_hash(pid); ts->slot[i]; i = (i + 1) & (TARGETS_SLOTS - 1))
+		if (ts->v[ts->slot[i] - 1]->pid == pid)
+			return (long)i;
+	return -1;
+}
+
+static void index_add(struct target_set *ts, pid_t pid, size_t vi)
+{
+	size_t i = pid_hash(pid);
+
+	while (ts->slot[i])
+		i = (i + 1) & (TARGETS_SLOTS - 1);
+	ts->slot[i] = (uint16_t)(vi + 1);
+}
+
+/* Empties slot i, moving later entries of its probe run back so that no
+ * lookup stops early (linear probing without tombstones). */
+static void index_del(struct target_set *ts, size_t i)
+{
+	size_t j = i;
+
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & (TARGETS_SLOTS - 1);
+		if (!ts->slot[j])
+			break;
+		k = pid_hash(ts->v[ts->slot[j] - 1]->pid);
+		/* j's entry may fill the hole unless its home lies in (i, j]. */
+		if ((i < j) ? (k <= i || k > j) : (k <= i && k > j)) {
+			ts->slot[i] = ts->slot[j];
+			i = j;
+		}
+	}
+	ts->slot[i] = 0;
 }
 
 static const struct py_target *find_live(const struct target_set *ts, pid_t pid)
 {
-	for (size_t i = 0; i < ts->n; i++)
-		if (ts->v[i]->pid == pid)
-			return ts->v[i];
-	return NULL;
+	long i = slot_of(ts, pid);
+
+	return i < 0 ? NULL : ts->v[ts->slot[i] - 1];
 }
 
 const struct py_target *targets_find(const struct target_set *ts, pid_t pid)
@@ -107,6 +155,7 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 		return -1;
 	}
 	locate_gil(t);
+	index_add(ts, t->pid, ts->n);
 	ts->v[ts->n++] = t;
 	ts->added++;
 	if (ts->cb)
@@ -262,20 +311,20 @@ static void drop(struct target_set *ts, size_t i)
 		ts->cb(ts->ctx, t, 0);
 	forget_retired(ts, 1);
 	ts->retired[ts->nretired++] = t;
+	index_del(ts, (size_t)slot_of(ts, t->pid));
 	ts->v[i] = ts->v[--ts->n];
+	if (i < ts->n)		/* the last target moved to i */
+		ts->slot[slot_of(ts, ts->v[i]->pid)] = (uint16_t)(i + 1);
 	ts->exited++;
 }
 
 void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
 {
 	struct proc_stat ps;
+	long i = slot_of(ts, pid);
 
-	for (size_t i = 0; i < ts->n; i++) {
-		if (ts->v[i]->pid == pid) {
-			drop(ts, i);
-			break;
-		}
-	}
+	if (i >= 0)
+		drop(ts, ts->slot[i] - 1);
 	if (!ts->all && !(ts->children && proc_stat(pid, &ps) == 0 &&
 			  descends_from_target(ts, ps.ppid)))
 		return;

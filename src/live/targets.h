@@ -13,6 +13,7 @@
 #include "pyversion.h"
 
 #define TARGETS_MAX	4096		/* also the BPF procs map size */
+#define TARGETS_SLOTS	(2 * TARGETS_MAX)	/* pid index: a power of two, at most half full */
 #define IGNORED_SLOTS	16384		/* non-Python processes remembered */
 #define PENDING_MAX	256
 
@@ -32,6 +33,7 @@ struct pending {
 struct target_set {
 	struct py_target *v[TARGETS_MAX];
 	size_t n;
+	uint16_t slot[TARGETS_SLOTS];	/* by pid hash: index in v + 1, 0 empty */
 	int all;			/* every Python process of the host */
 	int children;			/* descendants of targets too */
 	pid_t root;			/* the launched command: its descendants

@@ -45,7 +45,6 @@
 
 #define NO16		PYPERF_NO_FIELD
 #define MAX_ENTRIES	(1u << 15)	/* dict entries read, at most */
-#define MAX_THREADS	PYPERF_MAX_THREADS	/* thread states walked */
 #define STR_BATCH	64		/* keys compared per process_vm_readv */
 #define KEY_MAX		32		/* longest key name looked up */
 #define HDR_MAX		64		/* bytes of a dict keys header */
@@ -675,13 +674,6 @@ static int ctx_init(struct ctx *c, const struct py_target *t)
 	return pythread_offsets(t, &c->o, &g);
 }
 
-static uint64_t interp_of(const struct ctx *c, uint64_t tstate)
-{
-	if (tstate)
-		return rd_ptr(c, tstate + c->o.ts_interp);
-	return rd_ptr(c, c->t->bpf.interp_head_addr);
-}
-
 /* tstate->interp and tstate->thread_id, in one read. 0 on success. */
 static int read_tstate(const struct ctx *c, uint64_t tstate, uint64_t *interp,
 		       uint64_t *ident)
@@ -703,10 +695,7 @@ static int read_tstate(const struct ctx *c, uint64_t tstate, uint64_t *interp,
 	return *interp && !(*interp & 7) && *ident ? 0 : -1;
 }
 
-/*
- * The name of ident's Thread in is's interpreter. now: 0 for an uncached
- * lookup (always searches and reads afresh).
- */
+/* The name of ident's Thread in is's interpreter, at now (not 0). */
 static int lookup(const struct ctx *c, struct istate *is, uint64_t ident, uint64_t now,
 		  char *buf, size_t len, uint64_t *resolves)
 {
@@ -741,28 +730,6 @@ static int lookup(const struct ctx *c, struct istate *is, uint64_t ident, uint64
 	if (!name || !is->str_type)
 		return -1;
 	return read_name(c, is, name, buf, len);
-}
-
-int pythread_name(const struct py_target *t, uint64_t tstate, uint64_t thread_ident,
-		  char *buf, size_t len)
-{
-	struct istate is = { 0 };
-	struct ctx c;
-	uint64_t resolves = 0;
-	int ret;
-
-	if (!len || ctx_init(&c, t))
-		return -1;
-	if (!thread_ident && (!tstate || rd_u64(&c, tstate + t->layout.walk.ts_thread_id,
-						&thread_ident) || !thread_ident))
-		return -1;
-	is.pid = t->pid;
-	is.interp = interp_of(&c, tstate);
-	if (!is.interp)
-		return -1;
-	ret = lookup(&c, &is, thread_ident, 0, buf, len, &resolves);
-	free(is.snap);
-	return ret;
 }
 
 /* ---- the cache ------------------------------------------------------- */
@@ -998,57 +965,4 @@ int pythread_gil_locate(const struct py_target *t, struct pythread_gil *g)
 	if (t->layout.runtime_gil_holder != PY_NO_FIELD32 && t->runtime_addr)
 		g->current_addr = t->runtime_addr + t->layout.runtime_gil_holder;
 	return g->holder_addr || g->current_addr ? 0 : -1;
-}
-
-int pythread_gil_holder(const struct py_target *t, const struct pythread_gil *g,
-			uint64_t *holder)
-{
-	*holder = 0;
-	if (g->locked_addr && g->holder_addr) {
-		int32_t locked;
-		uint64_t last;
-
-		if (target_read(t->src, t->pid, g->locked_addr, &locked, sizeof(locked)) ||
-		    target_read(t->src, t->pid, g->holder_addr, &last, sizeof(last)))
-			return -1;
-		if (locked == 0)
-			return 0;
-		if (locked == 1) {
-			*holder = last;
-			return last ? 1 : 0;
-		}
-		/* 3.6 before the GIL exists (-1): ask current_addr. */
-	}
-	if (g->current_addr) {
-		if (target_read(t->src, t->pid, g->current_addr, holder, sizeof(*holder)))
-			return -1;
-		return *holder ? 1 : 0;
-	}
-	return -1;
-}
-
-/* ---- thread states --------------------------------------------------- */
-
-int pythread_tstates(const struct py_target *t, uint64_t *tstates, uint64_t *idents,
-		     size_t max)
-{
-	const struct py_walk_offsets *w = &t->layout.walk;
-	uint64_t interp = 0, ts = 0;
-	size_t n = 0;
-
-	if (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) || !interp ||
-	    target_read(t->src, t->pid, interp + w->interp_tstate_head, &ts, 8))
-		return -1;
-	while (ts && n < max && n < MAX_THREADS) {
-		uint64_t id = 0;
-
-		if (target_read(t->src, t->pid, ts + w->ts_thread_id, &id, 8))
-			return -1;
-		tstates[n] = ts;
-		idents[n] = id;
-		n++;
-		if (target_read(t->src, t->pid, ts + w->ts_next, &ts, 8))
-			return -1;
-	}
-	return (int)n;
 }

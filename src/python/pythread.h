@@ -30,20 +30,6 @@
 int pythread_offsets(const struct py_target *t, struct py_object_offsets *obj,
 		     struct py_gil_offsets *gil);
 
-/*
- * Uncached: the name of the threading.Thread of the thread whose
- * threading.get_ident() is thread_ident; when thread_ident is 0 it is read
- * from the thread state's thread_id. tstate (may be 0) selects the
- * interpreter (tstate->interp), else the first interpreter is used. Walks
- * sys.modules["threading"]._active[ident]._name: a few hundred reads, for
- * tests and one-off use; samples should use the cache below. Writes the
- * name as UTF-8, NUL-terminated, truncated to len - 1 bytes. 0 on success,
- * -1 when the thread has no threading.Thread (not started by threading,
- * threading not imported) or anything was unreadable.
- */
-int pythread_name(const struct py_target *t, uint64_t tstate, uint64_t thread_ident,
-		  char *buf, size_t len);
-
 struct pythread_cache;
 
 struct pythread_stats {
@@ -108,17 +94,5 @@ struct pythread_gil {
 
 /* 0 when at least one way to tell the holder was found. */
 int pythread_gil_locate(const struct py_target *t, struct pythread_gil *g);
-
-/* Reads the GIL's state now: 1 and *holder = the holding thread state, 0
- * when it is free (*holder = 0), -1 when unreadable. Uses locked and
- * last_holder when known and initialised, else current_addr. */
-int pythread_gil_holder(const struct py_target *t, const struct pythread_gil *g,
-			uint64_t *holder);
-
-/* The thread states of the interpreter of t (the first one), in list
- * order, with their thread_id (threading.get_ident()); at most max.
- * Returns how many, or -1 when the list is unreadable. */
-int pythread_tstates(const struct py_target *t, uint64_t *tstates, uint64_t *idents,
-		     size_t max);
 
 #endif /* PYTHREAD_H */

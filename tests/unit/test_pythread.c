@@ -6,7 +6,8 @@
  * prints "ready" and one JSON line per thread: name, ident, native_id).
  *
  *   names  every thread state of the interpreter is resolved to its
- *          threading.Thread name, uncached (by thread state and by ident)
+ *          threading.Thread name, uncached (by thread state, and by ident
+ *          through a fake thread state the test's memory source serves)
  *          and through the cache; the names must be the ones the workload
  *          printed (MainThread, worker-alpha, worker-beta, worker-gamma).
  *          A 3.13+ layout read from _Py_DebugOffsets is also compared with
@@ -80,32 +81,53 @@ static uint64_t cpu_ns(void)
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-/* The target is read through this source: the live one (its ctx), with
- * the reads of target memory counted. */
+/*
+ * The target is read through this source: the live one, with the reads of
+ * target memory counted, and with a fake thread state of our making
+ * served at FAKE_TSTATE (an address the target does not map), so a
+ * lookup of any interpreter and thread ident can be asked for through the
+ * thread state path the profiler uses.
+ */
+#define FAKE_TSTATE	0x10000000ull
+
+struct fake_src {
+	const struct target_src *live;
+	uint8_t tstate[1024];
+};
+
 static unsigned long nreads;
 
 static ssize_t counting_readv(void *ctx, pid_t pid, const struct iovec *local,
 			      unsigned long nlocal, const struct iovec *remote,
 			      unsigned long nremote)
 {
+	struct fake_src *f = ctx;
+	uint64_t at = (uint64_t)(uintptr_t)remote[0].iov_base;
+
 	nreads++;
-	return target_readv(ctx, pid, local, nlocal, remote, nremote);
+	if (nlocal == 1 && nremote == 1 && at >= FAKE_TSTATE &&
+	    at - FAKE_TSTATE + remote[0].iov_len <= sizeof(f->tstate) &&
+	    local[0].iov_len == remote[0].iov_len) {
+		memcpy(local[0].iov_base, f->tstate + (at - FAKE_TSTATE), local[0].iov_len);
+		return (ssize_t)local[0].iov_len;
+	}
+	return target_readv(f->live, pid, local, nlocal, remote, nremote);
 }
 
 static char *counting_read_file(void *ctx, const char *path, size_t max, size_t *len)
 {
-	return target_read_file(ctx, path, max, len);
+	return target_read_file(((struct fake_src *)ctx)->live, path, max, len);
 }
 
 static void counting_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf,
 			      size_t len)
 {
-	target_map_file(ctx, pid, m, buf, len);
+	target_map_file(((struct fake_src *)ctx)->live, pid, m, buf, len);
 }
 
 static struct elf_file *counting_open_elf(void *ctx, const char *path)
 {
-	return target_open_elf(ctx, path);
+	return target_open_elf(((struct fake_src *)ctx)->live, path);
 }
 
 static const struct target_src_ops counting_ops = {
@@ -192,28 +214,108 @@ static void compare_debug_layout(const struct py_target *t)
 		      f[i].name, f[i].got, f[i].want);
 }
 
+/* The thread states of t's first interpreter, in list order, with their
+ * thread_id (threading.get_ident()); at most max. -1 if unreadable. */
+static int tstates(const struct py_target *t, uint64_t *ts, uint64_t *idents, size_t max)
+{
+	const struct py_walk_offsets *w = &t->layout.walk;
+	uint64_t interp = 0, at = 0;
+	size_t n = 0;
+
+	if (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) || !interp ||
+	    target_read(t->src, t->pid, interp + w->interp_tstate_head, &at, 8))
+		return -1;
+	while (at && n < max) {
+		uint64_t id = 0;
+
+		if (target_read(t->src, t->pid, at + w->ts_thread_id, &id, 8))
+			return -1;
+		ts[n] = at;
+		idents[n++] = id;
+		if (target_read(t->src, t->pid, at + w->ts_next, &at, 8))
+			return -1;
+	}
+	return (int)n;
+}
+
+/* Who holds the GIL now, as pythread_gil_locate() tells where to look: 1
+ * and *holder, 0 when free, -1 when unreadable. locked + last_holder when
+ * known and initialised, else current_addr (see pythread.h). */
+static int gil_holder(const struct py_target *t, const struct pythread_gil *g, uint64_t *holder)
+{
+	*holder = 0;
+	if (g->locked_addr && g->holder_addr) {
+		int32_t locked;
+		uint64_t last;
+
+		if (target_read(t->src, t->pid, g->locked_addr, &locked, sizeof(locked)) ||
+		    target_read(t->src, t->pid, g->holder_addr, &last, sizeof(last)))
+			return -1;
+		if (locked == 0)
+			return 0;
+		if (locked == 1) {
+			*holder = last;
+			return last ? 1 : 0;
+		}
+		/* 3.6 before the GIL exists (-1): ask current_addr. */
+	}
+	if (g->current_addr) {
+		if (target_read(t->src, t->pid, g->current_addr, holder, sizeof(*holder)))
+			return -1;
+		return *holder ? 1 : 0;
+	}
+	return -1;
+}
+
+/* Uncached: the cache forgets the process first, so threading._active is
+ * searched again. */
+static const char *uncached_name(struct pythread_cache *c, const struct py_target *t,
+				 uint64_t tstate)
+{
+	pythread_forget_pid(c, t->pid);
+	return pythread_cache_name(c, t, tstate, now_ns());
+}
+
+/* The name of thread ident of interpreter interp, asked for through the
+ * fake thread state: no real thread state is involved. */
+static const char *name_by_ident(struct pythread_cache *c, const struct py_target *t,
+				 uint64_t interp, uint64_t ident)
+{
+	struct fake_src *f = t->src->ctx;
+	struct py_object_offsets o;
+	struct py_gil_offsets g;
+
+	if (pythread_offsets(t, &o, &g) || o.ts_interp + 8u > sizeof(f->tstate) ||
+	    t->layout.walk.ts_thread_id + 8u > sizeof(f->tstate))
+		return NULL;
+	memset(f->tstate, 0, sizeof(f->tstate));
+	memcpy(f->tstate + o.ts_interp, &interp, 8);
+	memcpy(f->tstate + t->layout.walk.ts_thread_id, &ident, 8);
+	return uncached_name(c, t, FAKE_TSTATE);
+}
+
 static int run_names(const struct py_target *t, const struct expect *ex)
 {
-	uint64_t ts[MAXTS], ids[MAXTS], t0;
-	struct pythread_cache *cache;
+	uint64_t ts[MAXTS], ids[MAXTS], t0, interp = 0;
+	struct pythread_cache *cache, *ucache;
 	struct pythread_stats st;
 	struct py_object_offsets o;
 	struct py_gil_offsets g;
-	char buf[PYTHREAD_NAME_MAX];
+	const char *r;
 	int n, found = 0, reps = 200;
 
 	compare_debug_layout(t);
 	check(pythread_offsets(t, &o, &g) == 0, "object offsets complete for %u.%u (%s)",
 	      t->major, t->minor, t->layout.source);
-	n = pythread_tstates(t, ts, ids, MAXTS);
+	n = tstates(t, ts, ids, MAXTS);
 	check(n >= NEXPECT, "%d thread states in the interpreter (expected >= %d)", n, NEXPECT);
-	if (n < 0)
+	if (n <= 0 || target_read(t->src, t->pid, ts[0] + o.ts_interp, &interp, 8))
 		return 1;
 	cache = pythread_cache_new(256);
+	ucache = pythread_cache_new(256);
 	for (int i = 0; i < n; i++) {
 		const char *want = name_of(ex, ids[i]);
 		const char *cached;
-		int r;
 
 		if (!want) {
 			printf("# thread state 0x%llx ident %llu is not one of the workload's\n",
@@ -221,30 +323,28 @@ static int run_names(const struct py_target *t, const struct expect *ex)
 			continue;
 		}
 		found++;
-		r = pythread_name(t, ts[i], 0, buf, sizeof(buf));
-		check(r == 0 && strcmp(buf, want) == 0,
-		      "tstate 0x%llx ident %llu: pythread_name \"%s\", expected \"%s\"",
-		      (unsigned long long)ts[i], (unsigned long long)ids[i], r ? "(failed)" : buf,
-		      want);
-		r = pythread_name(t, 0, ids[i], buf, sizeof(buf));
-		check(r == 0 && strcmp(buf, want) == 0, "ident %llu alone: \"%s\"",
-		      (unsigned long long)ids[i], r ? "(failed)" : buf);
+		r = uncached_name(ucache, t, ts[i]);
+		check(r && strcmp(r, want) == 0,
+		      "tstate 0x%llx ident %llu, uncached: \"%s\", expected \"%s\"",
+		      (unsigned long long)ts[i], (unsigned long long)ids[i], r ? r : "(NULL)", want);
+		r = name_by_ident(ucache, t, interp, ids[i]);
+		check(r && strcmp(r, want) == 0, "ident %llu alone: \"%s\"",
+		      (unsigned long long)ids[i], r ? r : "(NULL)");
 		cached = pythread_cache_name(cache, t, ts[i], now_ns());
 		check(cached && strcmp(cached, want) == 0, "cached name of tstate 0x%llx: \"%s\"",
 		      (unsigned long long)ts[i], cached ? cached : "(NULL)");
 	}
 	check(found == NEXPECT, "all %d workload threads have a thread state (%d found)",
 	      NEXPECT, found);
-	check(pythread_name(t, 0, 12345, buf, sizeof(buf)) == -1,
-	      "an ident no thread has gives -1");
+	check(name_by_ident(ucache, t, interp, 12345) == NULL, "an ident no thread has: no name");
 
 	/* Costs, in CPU time and target reads: uncached lookups, cache hits,
 	 * and refreshes (what each thread costs once per TTL). */
 	t0 = cpu_ns();
 	nreads = 0;
 	for (int k = 0; k < reps; k++)
-		pythread_name(t, ts[0], 0, buf, sizeof(buf));
-	printf("# uncached pythread_name: %.1f us CPU, %.1f reads per call\n",
+		uncached_name(ucache, t, ts[0]);
+	printf("# uncached lookup: %.1f us CPU, %.1f reads per call\n",
 	       (double)(cpu_ns() - t0) / reps / 1000.0, (double)nreads / reps);
 	t0 = cpu_ns();
 	nreads = 0;
@@ -273,6 +373,7 @@ static int run_names(const struct py_target *t, const struct expect *ex)
 	      (unsigned long long)st.resolves);
 	pythread_forget_pid(cache, t->pid);
 	pythread_cache_free(cache);
+	pythread_cache_free(ucache);
 	return 0;
 }
 
@@ -289,14 +390,14 @@ static int run_gil(const struct py_target *t, const struct expect *ex)
 	check(located == 0, "GIL located: locked 0x%llx last_holder 0x%llx current 0x%llx",
 	      (unsigned long long)g.locked_addr, (unsigned long long)g.holder_addr,
 	      (unsigned long long)g.current_addr);
-	n = pythread_tstates(t, ts, ids, MAXTS);
+	n = tstates(t, ts, ids, MAXTS);
 	if (n < NEXPECT) {
 		check(0, "%d thread states", n);
 		return 1;
 	}
 	for (unsigned k = 0; k < nreads; k++) {
 		uint64_t h, cur = 0;
-		int r = pythread_gil_holder(t, &g, &h);
+		int r = gil_holder(t, &g, &h);
 		int i;
 
 		if (r < 0) {
@@ -317,7 +418,7 @@ static int run_gil(const struct py_target *t, const struct expect *ex)
 		if (g.current_addr && g.locked_addr) {
 			struct pythread_gil only = { .current_addr = g.current_addr };
 			uint64_t h2;
-			int r2 = pythread_gil_holder(t, &only, &h2);
+			int r2 = gil_holder(t, &only, &h2);
 
 			if (r2 >= 0) {
 				compared++;
@@ -351,8 +452,8 @@ static int run_gil(const struct py_target *t, const struct expect *ex)
 int main(int argc, char **argv)
 {
 	static struct py_target t;
-	struct target_src counting = { .ops = &counting_ops,
-				       .ctx = (void *)target_src_live() };
+	static struct fake_src fake;
+	struct target_src counting = { .ops = &counting_ops, .ctx = &fake };
 	struct expect ex[NEXPECT];
 	char err[512];
 	long pid;
@@ -368,6 +469,7 @@ int main(int argc, char **argv)
 		printf("FAIL the workload did not print its %d threads in %s\n", NEXPECT, argv[3]);
 		return 1;
 	}
+	fake.live = target_src_live();
 	if (pyversion_detect(&counting, (pid_t)pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
 		return 1;
