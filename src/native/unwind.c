@@ -72,7 +72,6 @@ struct uw_call {
 	int refreshed;			/* maps re-read during this stack */
 	int noinfo;			/* find_proc_info found no CFI */
 	unsigned target_reads;
-	uint64_t evictions;		/* objcache evictions when rbase was set */
 	uint64_t rlo, rhi;		/* last file-backed region served ... */
 	const uint8_t *rbase;		/* ... our copy of its bytes */
 	uint64_t page_addr;		/* last target page read (0: none) */
@@ -82,6 +81,7 @@ struct uw_call {
 struct unwind_ctx {
 	struct unwind_opts opt;
 	struct objcache *oc;
+	const uint64_t *evictions;	/* the cache's eviction count */
 	unw_accessors_t acc;
 	struct unwind_stats st;
 	struct uw_call *call;		/* reused: holds a page, too big for a stack */
@@ -218,12 +218,22 @@ static struct uw_tables *tables_of(struct uw_call *c, struct oc_obj *o)
 	return t;
 }
 
+/* Loading an object or a table may evict others: the region cache must
+ * not point into an evicted image. */
+static void after_load(struct uw_call *c, uint64_t evictions)
+{
+	if (*c->u->evictions != evictions)
+		c->rlo = c->rhi = 0;
+}
+
 /* The object behind maps entry i with the unwinder's tables; NULL if none. */
 static struct oc_obj *obj_for_map(struct uw_call *c, size_t i, struct uw_tables **t)
 {
+	uint64_t evictions = *c->u->evictions;
 	struct oc_obj *o = objcache_obj(c->u->oc, c->p, i);
 
 	*t = o ? tables_of(c, o) : NULL;
+	after_load(c, evictions);
 	return *t ? o : NULL;
 }
 
@@ -275,7 +285,6 @@ static int file_region(struct uw_call *c, uint64_t addr)
 		return -1;
 	c->rlo = m->start;
 	c->rhi = hi;
-	c->evictions = objcache_get_stats(c->u->oc)->obj_evictions;
 	return 0;
 }
 
@@ -324,9 +333,6 @@ static int mem_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
 	}
 	if (addr >= UW_SYNTH_BASE)
 		return synth_read(c, addr, buf, len);
-	/* An evicted object's image is gone: the region cache may point there. */
-	if (c->rhi && c->evictions != objcache_get_stats(c->u->oc)->obj_evictions)
-		c->rlo = c->rhi = 0;
 	if ((addr >= c->rlo && addr < c->rhi) || file_region(c, addr) == 0) {
 		if (addr >= c->rlo && addr < c->rhi && c->rhi - addr >= len) {
 			memcpy(buf, c->rbase + (addr - c->rlo), len);
@@ -348,6 +354,7 @@ static int mem_read(struct uw_call *c, uint64_t addr, void *buf, size_t len)
 static void df_load(struct uw_call *c, struct oc_obj *o, struct uw_tables *t,
 		    const struct proc_map *m)
 {
+	uint64_t evictions = *c->u->evictions;
 	struct elf_file *dbg;
 	uint8_t *data = NULL;
 	size_t len = 0;
@@ -365,6 +372,7 @@ static void df_load(struct uw_call *c, struct oc_obj *o, struct uw_tables *t,
 		objcache_account(c->u->oc, o, OC_UNWIND, t->df.len);
 	}
 	free(data);
+	after_load(c, evictions);
 }
 
 /* ---- libunwind accessors ---------------------------------------------- */
@@ -660,6 +668,7 @@ struct unwind_ctx *unwind_ctx_new(struct objcache *oc, const struct unwind_opts 
 	if (opts)
 		u->opt = *opts;
 	u->oc = oc;
+	u->evictions = &objcache_get_stats(oc)->obj_evictions;
 	u->call = calloc(1, sizeof(*u->call));
 	if (!u->call) {
 		unwind_ctx_free(u);

@@ -79,7 +79,8 @@ struct unwind_ctx;
 struct objcache;
 
 /* Objects, processes and maps come from oc, which must outlive the
- * context (one unwinder per cache); opts may be NULL for the defaults. NULL on allocation failure. */
+ * context (one unwinder per cache); opts may be NULL for the defaults.
+ * NULL on allocation failure. */
 struct unwind_ctx *unwind_ctx_new(struct objcache *oc, const struct unwind_opts *opts);
 void unwind_ctx_free(struct unwind_ctx *u);
 
