@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 EOF
-gcc -I"$top/tests" "$tmp/lt.c" -o "$tmp/lt"
+gcc -I"$top/tests/unit" "$tmp/lt.c" -o "$tmp/lt"
 "$tmp/lt" "$c/linetable"
 
 # ---- debugoffsets -------------------------------------------------------
