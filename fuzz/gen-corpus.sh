@@ -20,6 +20,9 @@
 #   debug_frame   .debug_frame sections of the elf seeds' program built
 #                 without .eh_frame by gcc and clang (CIE versions 1 and 4)
 #   profile       a few operation programs (types, functions, samples)
+#   unwind_table  .eh_frame and .debug_frame of tests/unit/unwind_table_cfi.c
+#                 (every rule kind) in the fuzzer's
+#                 input format (mode byte, section address), and one ELF
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
@@ -29,7 +32,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Only the directories made here: other targets keep their own seeds.
-for t in elf maps linetable debugoffsets merge profile debug_frame; do
+for t in elf maps linetable debugoffsets merge profile debug_frame unwind_table; do
 	rm -rf "${c:?}/$t"
 	mkdir -p "$c/$t"
 done
@@ -203,6 +206,15 @@ seed("short-native", [0, 1], [1, 0, 1, 0, 1], 64)
 seed("cut", [0, 1, 0, 1, 0, 1], [1, 1, 1], 4)
 seed("deep", [1] * 120, [1, 0, 0] * 100, 1200)
 EOF
+
+# ---- unwind_table -------------------------------------------------------
+gcc -O2 -c "$top/tests/unit/unwind_table_cfi.c" -o "$tmp/cfi-eh.o"
+gcc -O2 -g -fno-asynchronous-unwind-tables -DUT_DEBUG_FRAME -c "$top/tests/unit/unwind_table_cfi.c" -o "$tmp/cfi-dbg.o"
+objcopy --dump-section .eh_frame="$tmp/eh.bin" "$tmp/cfi-eh.o" /dev/null || : >"$tmp/eh.bin"
+objcopy --dump-section .debug_frame="$tmp/dbg.bin" "$tmp/cfi-dbg.o" /dev/null || : >"$tmp/dbg.bin"
+{ printf '\000\000\020\000\000\000\000\000\000'; cat "$tmp/eh.bin"; } >"$c/unwind_table/eh-kinds"
+{ printf '\001\000\000\000\000\000\000\000\000'; cat "$tmp/dbg.bin"; } >"$c/unwind_table/debug-kinds"
+{ printf '\003'; cat "$c/elf/shared"; } >"$c/unwind_table/elf-shared"
 
 # ---- profile ------------------------------------------------------------
 python3 - "$c/profile" <<'EOF'

@@ -24,7 +24,7 @@ secs=${1:-60}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 cc=${CC_FUZZ:-clang}
-targets=${FUZZ_TARGETS:-"elf maps linetable debugoffsets merge profile replay debug_frame"}
+targets=${FUZZ_TARGETS:-"elf maps linetable debugoffsets merge profile replay debug_frame unwind_table"}
 parallel=${FUZZ_PARALLEL:-1}
 artifacts=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}
 builddir=${BUILDDIR:-$top}
@@ -70,6 +70,7 @@ sources() {
 	debugoffsets) echo "src/python/pydebugoffsets.c src/python/pylayout_rows.c" ;;
 	merge) echo "src/pipeline/merge.c" ;;
 	debug_frame) echo "src/native/debug_frame.c" ;;
+	unwind_table) echo "src/native/unwind_table.c src/target/elffile.c src/target/live_src.c" ;;
 	profile) echo "src/pipeline/profile.c src/output/pprof_write.c src/output/collapsed.c" ;;
 	replay) echo "src/record/record.c src/record/replay.c src/target/proc.c src/target/elffile.c src/target/live_src.c src/pipeline/sample.c src/pipeline/merge.c
 		src/native/objcache.c src/native/debug_frame.c src/native/unwind.c src/native/nsym.c src/native/plt.c src/native/ksym.c
@@ -83,7 +84,7 @@ sources() {
 
 libs() {
 	case $1 in
-	elf) echo "-lelf -lz" ;;
+	elf|unwind_table) echo "-lelf -lz" ;;
 	profile) echo "-lprotobuf-c -lz" ;;
 	replay) echo "-lelf -lz -lprotobuf-c -lunwind-generic -lunwind" ;;
 	esac
@@ -93,6 +94,7 @@ libs() {
 maxlen() {
 	case $1 in
 	elf|maps|replay|debug_frame) echo 65536 ;;
+	elf|maps|replay|unwind_table) echo 65536 ;;
 	debugoffsets|profile) echo 8192 ;;
 	*) echo 4096 ;;
 	esac
