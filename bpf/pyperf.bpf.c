@@ -341,7 +341,8 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma,
 /* Copies the user registers and up to stack_bytes of the user stack (never
  * past the end of the stack's mapping) after frames[n]. Returns the bytes
  * of stack copied. */
-static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u32 n)
+static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u32 n,
+					     __u32 npcs)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -377,7 +378,9 @@ static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u3
 		len = PYPERF_MAX_STACK;
 	if (n > PYPERF_MAX_FRAMES || len == 0)
 		goto fail;
-	dst = (void *)s->frames + (__u64)n * sizeof(struct py_frame_rec);
+	/* After the pcs unwound in BPF, if any (--unwind both). */
+	dst = (void *)s->frames + (__u64)n * sizeof(struct py_frame_rec) +
+	      (__u64)(npcs & (PYPERF_MAX_NATIVE * 2 - 1)) * 8;
 	if (!bpf_probe_read_user(dst, len, (const void *)u.sp))
 		return (__u32)len;
 	/* Live frames can hold pages never touched (a large local buffer), and
@@ -413,6 +416,274 @@ static __always_inline __u16 copy_kernel_stack(void *ctx, struct py_sample *s, _
 	return n > 0 ? (__u16)(n / sizeof(__u64)) : 0;
 }
 
+/* ---- --unwind kernel: native frames from per-object tables ------------- */
+
+/* Set by user space before load: enum py_unwind_mode. */
+const volatile __u32 unwind_mode = PY_UNWIND_USER;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PY_UNWIND_MAX_ROWS);	/* 1 unless --unwind kernel */
+	__type(key, __u32);
+	__type(value, struct py_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PY_UNWIND_MAX_OBJS);
+	__type(key, __u32);
+	__type(value, struct py_unwind_obj);
+} unwind_objs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, __u32);			/* tgid */
+	__type(value, struct py_unwind_proc);
+} unwind_procs SEC(".maps");
+
+/* ut_cfa / ut_rbp values (src/native/unwind_table.h). */
+enum { ROW_NONE, ROW_RSP, ROW_RBP, ROW_PLT, ROW_SIGNAL, ROW_OUTERMOST, ROW_UNSUPPORTED };
+enum { RBP_SAME, RBP_CFA, RBP_UNSUPPORTED };
+
+/* uc_mcontext.gregs of the ucontext_t a signal trampoline's rsp points
+ * at: offsets of REG_RBP, REG_RSP, REG_RIP (x86_64 glibc and kernel). */
+#define UC_GREGS	40
+#define UC_RBP		(UC_GREGS + 10 * 8)
+#define UC_RSP		(UC_GREGS + 15 * 8)
+#define UC_RIP		(UC_GREGS + 16 * 8)
+
+/* The registers a step needs. */
+struct nregs {
+	__u64 ip, sp, bp;
+	__u64 exact;		/* ip is not a return address (leaf, signal) */
+};
+
+struct nwalk {
+	struct py_sample *s;
+	const struct py_unwind_proc *proc;
+	struct nregs r;
+	__u32 pc_off;		/* byte offset of the pcs in s->frames */
+	__u32 n;
+	__u8 end;
+};
+
+/* The mapping holding pc, or NULL. */
+static __always_inline const struct py_unwind_map *find_map(const struct py_unwind_proc *p,
+							    __u64 pc)
+{
+	__u32 lo = 0, hi = p->n, mid;
+
+	if (hi > PY_UNWIND_MAX_MAPS)
+		hi = PY_UNWIND_MAX_MAPS;
+	for (int k = 0; k < PY_UNWIND_MAP_SEARCH && lo < hi; k++) {
+		mid = (lo + hi) / 2;
+		if (p->m[mid & (PY_UNWIND_MAX_MAPS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	lo = (lo - 1) & (PY_UNWIND_MAX_MAPS - 1);
+	return pc < p->m[lo].end ? &p->m[lo] : NULL;
+}
+
+/* The index of the row covering link-time address rel in object obj, or
+ * -1. A global function: verified once, not per call site. */
+__noinline long find_row(__u32 obj, __u64 rel)
+{
+	const struct py_unwind_obj *o = bpf_map_lookup_elem(&unwind_objs, &obj);
+	const struct py_unwind_row *r;
+	__u32 lo, hi, mid;
+
+	if (!o || !o->count || rel > 0xffffffffULL)
+		return -1;
+	lo = o->first;
+	hi = o->first + o->count;
+	for (int k = 0; k < PY_UNWIND_ROW_SEARCH && lo < hi; k++) {
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!r)
+			return -1;
+		if (r->pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo <= o->first)
+		return -1;
+	return lo - 1;
+}
+
+/* Signal trampoline: the interrupted registers are in the ucontext_t at
+ * rsp; the next frame's ip is exact, not a return address. */
+static __always_inline int signal_step(struct nregs *w)
+{
+	__u64 g[3];
+
+	if (bpf_probe_read_user(&g[0], 8, (const void *)(w->sp + UC_RBP)) ||
+	    bpf_probe_read_user(&g[1], 8, (const void *)(w->sp + UC_RSP)) ||
+	    bpf_probe_read_user(&g[2], 8, (const void *)(w->sp + UC_RIP)))
+		return PY_NATIVE_END_READ;
+	stat_inc(STAT_NATIVE_SIGNAL);
+	w->bp = g[0];
+	w->sp = g[1];
+	w->ip = g[2];
+	w->exact = 1;
+	return -1;
+}
+
+/* Frame-pointer step: rbp points at the saved rbp, the return address
+ * above it. Only where no table rule applies. */
+static __always_inline int fp_step(struct nregs *w)
+{
+	__u64 fr[2];
+
+	if (w->bp <= w->sp || (w->bp & 7))
+		return PY_NATIVE_END_BAD;
+	if (bpf_probe_read_user(fr, sizeof(fr), (const void *)w->bp))
+		return PY_NATIVE_END_READ;
+	stat_inc(STAT_NATIVE_FP);
+	w->sp = w->bp + 16;
+	w->bp = fr[0];
+	w->ip = fr[1];
+	w->exact = 0;
+	return -1;
+}
+
+/* One step by a table row; -1 to go on, else an enum py_native_end. */
+static __always_inline int row_step(struct nregs *w, const struct py_unwind_row *r)
+{
+	__u8 cfa_kind = PY_ROW_CFA(r->kind), rbp_kind = PY_ROW_RBP(r->kind);
+	__u64 cfa, ra = 0, bp = w->bp;
+
+	if (cfa_kind == ROW_RSP)
+		cfa = w->sp + (__s64)r->cfa_off;
+	else if (cfa_kind == ROW_RBP)
+		cfa = w->bp + (__s64)r->cfa_off;
+	else if (cfa_kind == ROW_PLT) {
+		cfa = w->sp + (__s64)r->cfa_off + ((w->ip & 15) >= r->plt_thr ? 8 : 0);
+		stat_inc(STAT_NATIVE_PLT);
+	} else if (cfa_kind == ROW_OUTERMOST)
+		return PY_NATIVE_END_OUTERMOST;
+	else if (cfa_kind == ROW_SIGNAL)
+		return signal_step(w);
+	else
+		return fp_step(w);	/* no rule here, or one we cannot follow */
+	if (cfa <= w->sp)
+		return PY_NATIVE_END_BAD;
+	if (bpf_probe_read_user(&ra, 8, (const void *)(cfa - 8)))
+		return PY_NATIVE_END_READ;
+	if (rbp_kind == RBP_CFA) {
+		if (bpf_probe_read_user(&bp, 8, (const void *)(cfa + (__s64)r->rbp_off)))
+			return PY_NATIVE_END_READ;
+	} else if (rbp_kind == RBP_UNSUPPORTED) {
+		bp = 0;		/* unknown: an rbp-based rule above stops */
+	}
+	w->sp = cfa;
+	w->bp = bp;
+	w->ip = ra;
+	w->exact = 0;
+	return -1;
+}
+
+/* One native frame: the caller's registers into *w. -1 to go on, else an
+ * enum py_native_end. A global function: the verifier checks it once,
+ * not once per path through the bpf_loop callback (which exceeded its
+ * instruction limit). */
+__noinline int native_step(const struct py_unwind_proc *p, struct nregs *w)
+{
+	const struct py_unwind_row *r = NULL;
+	const struct py_unwind_map *m;
+
+	if (!p || !w)
+		return PY_NATIVE_END_BAD;
+	m = find_map(p, w->ip);
+	if (!m)
+		return PY_NATIVE_END_NO_MAP;
+	if (m->obj) {
+		long idx = find_row(m->obj, w->ip - m->bias - (w->exact ? 0 : 1));
+		__u32 key = (__u32)idx;
+
+		if (idx >= 0)
+			r = bpf_map_lookup_elem(&unwind_rows, &key);
+	}
+	return r ? row_step(w, r) : fp_step(w);
+}
+
+static long nwalk_step(__u32 i, struct nwalk *w)
+{
+	__u64 off;
+	int end;
+
+	if (w->r.ip == 0) {
+		w->end = PY_NATIVE_END_OUTERMOST;
+		return 1;
+	}
+	if (w->n >= PYPERF_MAX_NATIVE) {
+		w->end = PY_NATIVE_END_MAX;
+		return 1;
+	}
+	off = (__u64)w->pc_off + (__u64)w->n * 8;
+	*(__u64 *)((void *)w->s->frames + (off & 0xffff)) = w->r.ip;
+	w->n++;
+	end = native_step(w->proc, &w->r);
+	if (end >= 0) {
+		w->end = end;
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline void count_end(__u8 end)
+{
+	switch (end) {
+	case PY_NATIVE_END_MAX: stat_inc(STAT_NATIVE_END_MAX); break;
+	case PY_NATIVE_END_NO_MAP: stat_inc(STAT_NATIVE_END_NO_MAP); break;
+	case PY_NATIVE_END_READ: stat_inc(STAT_NATIVE_END_READ); break;
+	case PY_NATIVE_END_BAD: stat_inc(STAT_NATIVE_END_BAD); break;
+	}
+}
+
+/* Unwinds the user stack from the interrupted registers into pcs after
+ * frames[n]; returns how many. */
+static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u32 n)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct nwalk w = { .s = s, .r.exact = 1 };
+
+	s->h.flags |= SAMPLE_F_NATIVE_PCS;
+	stat_inc(STAT_NATIVE_WALKS);
+	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
+	if (!w.proc) {
+		s->h.native_end = PY_NATIVE_END_NO_PROC;
+		stat_inc(STAT_NATIVE_END_NO_PROC);
+		return 0;
+	}
+	/* Three fields, not a copy of pt_regs: the 512-byte stack is shared
+	 * with the stack copy's. */
+	w.r.ip = BPF_CORE_READ(regs, ip);
+	w.r.sp = BPF_CORE_READ(regs, sp);
+	w.r.bp = BPF_CORE_READ(regs, bp);
+	w.pc_off = (n > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : n) * sizeof(struct py_frame_rec);
+	bpf_loop(PYPERF_MAX_NATIVE + 1, nwalk_step, &w, 0);
+	s->h.native_end = w.end;
+	count_end(w.end);
+	s->h.native_n = (__u16)w.n;
+	if (w.n) {
+		__u64 *v;
+		__u32 k = STAT_NATIVE_FRAMES;
+
+		v = bpf_map_lookup_elem(&stats, &k);
+		if (v)
+			*v += w.n;
+	}
+	return w.n;
+}
+
 /* Walks the current thread's Python stack (and copies its user stack)
  * into a record and sends it. ip is where the thread was interrupted (a
  * kernel address when it was in a system call). */
@@ -424,6 +695,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	struct py_proc_config *cfg;
 	struct py_sample *s;
 	__u64 tstate, size;
+	__u32 npcs = 0;
 	int err = 0;
 
 	if (pidns_ino == PROC_PID_INIT_INO) {
@@ -477,8 +749,17 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (w.n > PYPERF_MAX_FRAMES)
 		w.n = PYPERF_MAX_FRAMES;
 	s->h.nframes = w.n;
-	s->h.stack_len = stack_bytes ? copy_user_stack(ip, s, w.n) : 0;
-	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + s->h.stack_len;
+	s->h.native_n = 0;
+	s->h.native_end = 0;
+	if (stack_bytes && unwind_mode != PY_UNWIND_USER) {
+		if ((__s64)ip < 0)
+			s->h.flags |= SAMPLE_F_KERNEL;
+		npcs = unwind_native(s, tgid, w.n);
+	}
+	s->h.stack_len = stack_bytes && unwind_mode != PY_UNWIND_KERNEL ?
+			 copy_user_stack(ip, s, w.n, npcs) : 0;
+	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + (__u64)npcs * 8 +
+	       s->h.stack_len;
 	/* ip has the top bit set: interrupted in the kernel (x86_64). */
 	if (kernel_stacks && (__s64)ip < 0) {
 		s->h.nkframes = copy_kernel_stack(ctx, s, size);

@@ -22,6 +22,7 @@
 #define PYPERF_MAX_STACK	(64 << 10)	/* user stack bytes copied, at most */
 #define PYPERF_FRAME_WIN	512	/* frame bytes read at once (power of 2) */
 #define PYPERF_MAX_KFRAMES	64	/* kernel frames per sample (--kernel) */
+#define PYPERF_MAX_NATIVE	128	/* native frames unwound in BPF (--unwind kernel) */
 
 /* How a version links its frames; decides the walk in pyperf.bpf.c. */
 enum py_frame_kind {
@@ -125,6 +126,8 @@ struct py_proc_event {
 #define SAMPLE_F_OFFCPU_END	(1u << 9) /* wall mode: it is back (no frames) */
 #define SAMPLE_F_GIL_OFF	(1u << 10) /* free-threaded build running
 					    * with the GIL disabled */
+#define SAMPLE_F_NATIVE_PCS	(1u << 11) /* native_n pcs unwound in BPF follow
+					    * the frames (--unwind kernel) */
 
 /* What the GIL's words read, for py_gil_flags(). */
 struct py_gil_read {
@@ -164,6 +167,19 @@ enum pyperf_stat {
 	STAT_VMA_ERR,		/* bpf_find_vma failed for the user sp */
 	STAT_STACK_READ_ERR,	/* the user stack could not be read */
 	STAT_STACK_PARTIAL,	/* stack copied page by page (untouched pages) */
+	/* --unwind kernel: native frames unwound in BPF (enum py_native_end
+	 * says why each walk ended) */
+	STAT_NATIVE_WALKS,
+	STAT_NATIVE_FRAMES,
+	STAT_NATIVE_FP,		/* steps by frame pointer (no table, or no
+				 * rule the table can express) */
+	STAT_NATIVE_PLT,	/* steps by the synthesised PLT rule */
+	STAT_NATIVE_SIGNAL,	/* signal frames crossed */
+	STAT_NATIVE_END_MAX,
+	STAT_NATIVE_END_NO_PROC,	/* no mappings loaded for the process */
+	STAT_NATIVE_END_NO_MAP,	/* pc in no loaded mapping */
+	STAT_NATIVE_END_READ,
+	STAT_NATIVE_END_BAD,	/* the stack did not grow, bad frame pointer */
 	STAT__COUNT,
 };
 
@@ -280,29 +296,91 @@ struct py_sample_hdr {
 	__u16 nkframes;		/* kernel return addresses after the stack */
 	char comm[PYPERF_COMM_LEN];
 	__u64 regs[PYPERF_NREGS];	/* user registers (native stacks on) */
-	__u32 stack_len;	/* user stack bytes after the frames */
-	__u32 _pad2;
+	__u32 stack_len;	/* user stack bytes after the native pcs */
+	__u16 native_n;		/* pcs unwound in BPF after the frames */
+	__u8 native_end;	/* enum py_native_end (SAMPLE_F_NATIVE_PCS) */
+	__u8 _pad2;
 };
 
 /* The ring buffer record: header, then nframes frames, innermost first,
- * then stack_len bytes of user stack starting at regs[PYREG_SP], then
- * nkframes __u64 kernel addresses, innermost first (--kernel, samples
- * taken in the kernel). Only the used part is sent: the stack bytes follow
- * frames[nframes - 1]. */
+ * then native_n native pcs (leaf first: the sampled ip, then return
+ * addresses; --unwind kernel), then stack_len bytes of user stack starting
+ * at regs[PYREG_SP], then nkframes __u64 kernel addresses, innermost first
+ * (--kernel, samples taken in the kernel). Only the used parts are sent. */
 struct py_sample {
 	struct py_sample_hdr h;
 	struct py_frame_rec frames[PYPERF_MAX_FRAMES];
 	__u8 stack[PYPERF_MAX_STACK];
-	__u8 slack[4096];	/* lets the verifier bound page-wise copies;
-				 * holds the kernel frames after a full stack */
+	/* lets the verifier bound page-wise copies, after the pcs too; holds
+	 * the kernel frames after a full stack */
+	__u8 slack[4096 + PYPERF_MAX_NATIVE * 2 * 8];
 };
 
-/* Where the copied stack starts inside a record. */
+/* Where the native pcs start inside a record; the copied stack follows
+ * them (native_n * 8 bytes later). */
 #define PY_SAMPLE_STACK_OFF(nframes) \
 	(sizeof(struct py_sample_hdr) + (nframes) * sizeof(struct py_frame_rec))
 
 /* ... and where its kernel frames start. */
-#define PY_SAMPLE_KSTACK_OFF(nframes, stack_len) \
-	(PY_SAMPLE_STACK_OFF(nframes) + (stack_len))
+#define PY_SAMPLE_KSTACK_OFF(nframes, native_n, stack_len) \
+	(PY_SAMPLE_STACK_OFF(nframes) + (native_n) * 8 + (stack_len))
+
+/* ---- --unwind kernel: native unwinding in BPF ---------------------------
+ * User space converts each object's CFI to rows (src/native/unwind_table.c)
+ * and loads them into "unwind_rows", one contiguous run per object
+ * ("unwind_objs"); each process's executable mappings go to
+ * "unwind_procs", sorted by address. */
+enum py_unwind_mode {
+	PY_UNWIND_USER = 0,	/* copy the user stack; libunwind in user space */
+	PY_UNWIND_KERNEL,	/* unwind in BPF from the tables */
+	PY_UNWIND_BOTH,		/* both, for the differential test */
+};
+
+#define PY_UNWIND_MAX_MAPS	256	/* executable mappings per process */
+#define PY_UNWIND_MAX_OBJS	4096	/* object id 0: no table */
+#define PY_UNWIND_MAX_ROWS	(1u << 20)
+#define PY_UNWIND_ROW_SEARCH	21	/* binary search steps: 2^21 > MAX_ROWS */
+#define PY_UNWIND_MAP_SEARCH	9	/* 2^9 > MAX_MAPS */
+
+/* Why a walk in BPF ended. */
+enum py_native_end {
+	PY_NATIVE_END_OUTERMOST = 0,	/* return address 0 or undefined */
+	PY_NATIVE_END_MAX,		/* PYPERF_MAX_NATIVE frames */
+	PY_NATIVE_END_NO_PROC,		/* the process's mappings are not loaded */
+	PY_NATIVE_END_NO_MAP,		/* pc in no loaded mapping (mapped since) */
+	PY_NATIVE_END_READ,		/* a stack word could not be read */
+	PY_NATIVE_END_BAD,		/* the stack did not grow, bad rbp */
+};
+
+/* Row kinds: enum ut_cfa in the low nibble, enum ut_rbp in the high one
+ * (src/native/unwind_table.h, whose values these are). */
+#define PY_ROW_CFA(kind)	((kind) & 0xf)
+#define PY_ROW_RBP(kind)	((kind) >> 4)
+
+struct py_unwind_row {
+	__u32 pc;		/* link-time address the row starts at */
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 kind;
+	__u8 plt_thr;
+};
+
+struct py_unwind_obj {
+	__u32 first;		/* index in unwind_rows */
+	__u32 count;
+};
+
+struct py_unwind_map {
+	__u64 start, end;	/* executable mapping [start, end) */
+	__u64 bias;		/* runtime address - link-time address */
+	__u32 obj;		/* index in unwind_objs; 0: frame pointers */
+	__u32 _pad;
+};
+
+struct py_unwind_proc {
+	__u32 n;
+	__u32 _pad;
+	struct py_unwind_map m[PY_UNWIND_MAX_MAPS];
+};
 
 #endif /* PYPERF_H */

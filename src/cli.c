@@ -59,6 +59,10 @@ static void usage(FILE *f)
 "                           kernel (system calls), named from /proc/kallsyms\n"
 "      --stack-bytes N      user stack bytes copied per sample for native\n"
 "                           unwinding (default 16384, at most 65536)\n"
+"      --unwind MODE        where native frames are unwound: user (default:\n"
+"                           stack copy + libunwind), kernel (in BPF from\n"
+"                           unwind tables, no stack copy), or both (debug:\n"
+"                           compare the two on every sample)\n"
 "      --record FILE        also save what the session observes (samples,\n"
 "                           target memory and files read) to FILE\n"
 "      --replay FILE        no sampling: turn a --record FILE into --out\n"
@@ -128,7 +132,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY, OPT_ALL_NATIVE, OPT_KERNEL };
+enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY, OPT_ALL_NATIVE, OPT_KERNEL, OPT_UNWIND };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -149,6 +153,7 @@ static const struct option long_opts[] = {
 	{ "all-native", no_argument, NULL, OPT_ALL_NATIVE },
 	{ "kernel", no_argument, NULL, OPT_KERNEL },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "replay", required_argument, NULL, OPT_REPLAY },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -257,6 +262,19 @@ static int handle_opt(int c, struct config *cfg)
 			return -1;
 		}
 		cfg->stack_bytes = (uint32_t)v & ~7u;
+		return 0;
+	case OPT_UNWIND:
+		if (strcmp(optarg, "user") == 0)
+			cfg->unwind_mode = PY_UNWIND_USER;
+		else if (strcmp(optarg, "kernel") == 0)
+			cfg->unwind_mode = PY_UNWIND_KERNEL;
+		else if (strcmp(optarg, "both") == 0)
+			cfg->unwind_mode = PY_UNWIND_BOTH;
+		else {
+			fprintf(stderr, "pyperf-pprof: --unwind must be user, kernel or both, got '%s'\n",
+				optarg);
+			return -1;
+		}
 		return 0;
 	case OPT_RECORD:	/* record and replay: src/record/record.c */
 		cfg->record = optarg;

@@ -17,6 +17,7 @@ struct config {
 	uint64_t frequency;		/* samples per second; 0 when period set */
 	uint32_t ringbuf_bytes;
 	uint32_t stack_bytes;		/* user stack copied per sample; 0: no native */
+	int unwind_mode;		/* enum py_unwind_mode (bpf/pyperf.h) */
 	int verbose;
 	int quiet;
 	const char *cmdline;		/* the invocation, recorded in the profile */

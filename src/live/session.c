@@ -27,6 +27,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "ktables.h"
 #include "pprof_write.h"
 #include "output.h"
 #include "preflight.h"
@@ -78,6 +79,8 @@ struct session {
 	uint64_t lost0;
 	int64_t pass_end;		/* this ring-buffer pass yields then */
 	unsigned pass_records;
+	struct ktables *kt;		/* --unwind kernel/both: the BPF tables */
+	struct native_diff diff;	/* --unwind both */
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -88,6 +91,17 @@ static void on_signal(int sig)
 		write_requested = 1;
 	else
 		stop_requested = 1;
+}
+
+static uint64_t mono_ns(void);
+
+/* --unwind kernel: a sample's walk met a mapping not loaded yet. */
+static void on_native_miss(void *ctx, int pid)
+{
+	struct session *s = ctx;
+
+	if (s->kt)
+		ktables_load_pid(s->kt, pid, mono_ns(), 0);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -129,6 +143,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 						    sizeof(t->bpf), BPF_ANY))
 			fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 				t->pid, strerror(errno));
+		if (s->kt)
+			ktables_load_pid(s->kt, t->pid, mono_ns(), 1);
 		return;
 	}
 	if (event == 0) {
@@ -136,6 +152,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 			fprintf(stderr, "pyperf-pprof: pid %d (%s) exited\n", t->pid, t->comm);
 		if (s->skel)
 			bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
+		if (s->kt)
+			ktables_forget_pid(s->kt, t->pid);
 		return;
 	}
 	/* Forgotten: a new process may reuse the pid; drop what was cached. */
@@ -156,6 +174,24 @@ static int find_targets(struct session *s)
 		return -1;	/* every --pid was refused, each with its reason */
 	if (s->cfg->all)
 		targets_update(&s->ts, 0, 0);
+	return 0;
+}
+
+/* --unwind kernel/both: the unwind tables of the targets found so far;
+ * later ones are loaded as they are added, or on a sample's miss. */
+static int load_tables(struct session *s)
+{
+	if (!s->cfg->stack_bytes || s->cfg->unwind_mode == PY_UNWIND_USER)
+		return 0;
+	s->kt = ktables_new(bpf_map__fd(s->skel->maps.unwind_rows),
+			    bpf_map__fd(s->skel->maps.unwind_objs),
+			    bpf_map__fd(s->skel->maps.unwind_procs), PY_UNWIND_MAX_ROWS);
+	if (!s->kt) {
+		fprintf(stderr, "pyperf-pprof: out of memory for the unwind tables\n");
+		return -1;
+	}
+	for (size_t i = 0; i < s->ts.n; i++)
+		ktables_load_pid(s->kt, s->ts.v[i]->pid, mono_ns(), 1);
 	return 0;
 }
 
@@ -180,6 +216,15 @@ static int load_bpf(struct session *s)
 	}
 	bpf_map__set_max_entries(s->skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	s->skel->rodata->stack_bytes = s->cfg->stack_bytes;
+	s->skel->rodata->unwind_mode = s->cfg->stack_bytes ? (__u32)s->cfg->unwind_mode : 0;
+	if (!s->cfg->stack_bytes || s->cfg->unwind_mode == PY_UNWIND_USER) {
+		/* No tables: do not allocate them. */
+		bpf_map__set_max_entries(s->skel->maps.unwind_rows, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_objs, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
+	} else {
+		bpf_map__set_max_entries(s->skel->maps.unwind_procs, TARGETS_MAX);
+	}
 	s->skel->rodata->gil_only = s->cfg->gil_only;
 	s->skel->rodata->kernel_stacks = s->cfg->kernel;
 	if (stat("/proc/self/ns/pid", &ns)) {
@@ -204,7 +249,7 @@ static int load_bpf(struct session *s)
 			return -1;
 		}
 	}
-	return 0;
+	return load_tables(s);
 }
 
 static int event_attr(struct session *s, struct perf_event_attr *a)
@@ -601,17 +646,63 @@ static int setup_profile(struct session *s)
 		return 0;
 	s->sink.all_native = s->cfg->all_native;
 	s->sink.objs = objcache_new(NULL);
-	s->sink.unw = unwind_ctx_new(s->sink.objs, NULL);
 	s->sink.nsym = nsym_ctx_new(s->sink.objs);
+	s->sink.native_miss = on_native_miss;
+	s->sink.native_miss_ctx = s;
+	if (s->cfg->unwind_mode == PY_UNWIND_BOTH)
+		s->sink.diff = &s->diff;
+	if (s->cfg->unwind_mode == PY_UNWIND_KERNEL)
+		return s->sink.objs && s->sink.nsym ? 0 : -1;	/* libunwind not needed */
+	s->sink.unw = unwind_ctx_new(s->sink.objs, NULL);
 	return s->sink.unw && s->sink.nsym ? 0 : -1;
+}
+
+static void print_kernel_unwind_stats(const struct session *s)
+{
+	const struct ktables_stats *k = ktables_get_stats(s->kt);
+	const uint64_t *b = s->bpf_stats;
+
+	fprintf(stderr, "pyperf-pprof: bpf unwind: walks=%" PRIu64 " frames=%" PRIu64 " (fp %" PRIu64
+		", plt %" PRIu64 ", signal %" PRIu64 ") ends: max=%" PRIu64 " no_proc=%" PRIu64
+		" no_map=%" PRIu64 " read=%" PRIu64 " bad=%" PRIu64 "\n", b[STAT_NATIVE_WALKS],
+		b[STAT_NATIVE_FRAMES], b[STAT_NATIVE_FP], b[STAT_NATIVE_PLT], b[STAT_NATIVE_SIGNAL],
+		b[STAT_NATIVE_END_MAX], b[STAT_NATIVE_END_NO_PROC], b[STAT_NATIVE_END_NO_MAP],
+		b[STAT_NATIVE_END_READ], b[STAT_NATIVE_END_BAD]);
+	fprintf(stderr, "pyperf-pprof: unwind tables: objects=%" PRIu64 " (no cfi %" PRIu64
+		", failed %" PRIu64 ") rows=%" PRIu64 " (%" PRIu64 " KiB) loads=%" PRIu64
+		" throttled=%" PRIu64 " resets=%" PRIu64 " maps_dropped=%" PRIu64 " build=%.1f ms\n",
+		k->objects, k->objects_no_cfi, k->objects_failed, k->rows,
+		k->rows * sizeof(struct py_unwind_row) / 1024, k->pid_loads, k->pid_throttled,
+		k->resets, k->maps_dropped, (double)k->build_ns / 1e6);
+}
+
+/* --unwind both: how often the BPF walk and libunwind agreed. */
+static void print_diff(const struct session *s)
+{
+	const struct native_diff *d = &s->diff;
+
+	say(s, "pyperf-pprof: unwind diff: %" PRIu64 " of %" PRIu64 " stacks agree frame for frame"
+	    " (%.2f%%); frames kernel %" PRIu64 " user %" PRIu64 "; %" PRIu64 " hit a mapping not loaded yet\n",
+	    d->agree, d->stacks, d->stacks ? 100.0 * (double)d->agree / (double)d->stacks : 0.0,
+	    d->frames_kernel, d->frames_user, d->not_loaded);
+	for (size_t i = 0; i < d->nobj; i++)
+		say(s, "pyperf-pprof: unwind diff: %" PRIu64 " in %s (e.g. kernel %#" PRIx64
+		    " user %#" PRIx64 ")\n", d->obj[i].n, d->obj[i].path, d->obj[i].example[0],
+		    d->obj[i].example[1]);
+	if (d->other)
+		say(s, "pyperf-pprof: unwind diff: %" PRIu64 " in other objects\n", d->other);
 }
 
 static void print_native_stats(const struct session *s)
 {
-	const struct unwind_stats *u = unwind_get_stats(s->sink.unw);
+	const struct unwind_stats *u = s->sink.unw ? unwind_get_stats(s->sink.unw) : NULL;
 	const struct nsym_stats *y = nsym_get_stats(s->sink.nsym);
 	char objs[512];
 
+	if (s->kt)
+		print_kernel_unwind_stats(s);
+	if (!u)
+		goto symbols;
 	fprintf(stderr, "pyperf-pprof: unwind: stacks=%" PRIu64 " frames=%" PRIu64 " (dwarf %" PRIu64
 		", fp %" PRIu64 ") ends: outermost=%" PRIu64 " max=%" PRIu64 " no_info=%" PRIu64
 		" bad_frame=%" PRIu64 " read=%" PRIu64 "\n", u->stacks, u->frames, u->frames_dwarf,
@@ -620,6 +711,7 @@ static void print_native_stats(const struct session *s)
 	fprintf(stderr, "pyperf-pprof: unwind memory: words from stack=%" PRIu64 " file=%" PRIu64
 		" target=%" PRIu64 " failed=%" PRIu64 "; .debug_frame tables=%" PRIu64 "\n",
 		u->mem_stack, u->mem_file, u->mem_target, u->mem_failed, u->debug_frame_tables);
+symbols:
 	fprintf(stderr, "pyperf-pprof: symbols: lookups=%" PRIu64 " found=%" PRIu64
 		" from debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
 		y->found, y->debug_files, y->symbols, y->bytes);
@@ -651,10 +743,13 @@ static void print_summary(struct session *s)
 	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " partial reads, %"
 	    PRIu64 " malformed records\n", n->no_python, n->truncated, n->bad_frames,
 	    n->read_errors, n->malformed);
-	if (s->sink.unw)
+	if (s->sink.diff)
+		print_diff(s);
+	if (s->sink.nsym)
 		say(s, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
-		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches\n",
-		    n->native_stacks, n->native_errors, n->stack_errors, n->merge_errors);
+		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches, %"
+		    PRIu64 " marked (mapping not loaded yet)\n", n->native_stacks, n->native_errors,
+		    n->stack_errors, n->merge_errors, n->native_not_loaded);
 	if (s->ksym)
 		say(s, "pyperf-pprof: kernel: %" PRIu64 " samples with kernel frames (%zu kernel symbols)\n",
 		    n->kernel_stacks, ksym_count(s->ksym));
@@ -676,7 +771,7 @@ static void print_summary(struct session *s)
 	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
 		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64
 		"\n", ts.hits, ts.lookups, ts.failures, ts.resolves, ts.evictions);
-	if (s->sink.unw)
+	if (s->sink.nsym)
 		print_native_stats(s);
 }
 
@@ -796,6 +891,7 @@ static void cleanup(struct session *s)
 	nsym_ctx_free(s->sink.nsym);
 	objcache_free(s->sink.objs);
 	ksym_free(s->ksym);
+	ktables_free(s->kt);
 	profile_free(s->sink.prof);
 	targets_free(&s->ts);
 }

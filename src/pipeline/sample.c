@@ -149,31 +149,113 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
 }
 
-/* Unwinds the copied stack into k->nloc / k->neval; returns the count. */
-static size_t native_frames(struct sample_sink *k, const struct py_target *t,
-			    const struct py_sample *s, size_t size)
+/* Unwinds the stack copied at off with libunwind into k->pcs; returns the
+ * count, -1 if the record has no stack. */
+static long user_unwind(struct sample_sink *k, const struct py_target *t,
+			const struct py_sample *s, size_t size, size_t off, int *end)
 {
 	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid };
-	size_t off = PY_SAMPLE_STACK_OFF(s->h.nframes), n = 0;
-	int end;
+	size_t n = 0;
 
-	if (s->h.flags & SAMPLE_F_STACK_ERR)
-		k->n.stack_errors++;
-	if (!s->h.stack_len || off + s->h.stack_len > size)
-		return 0;
+	if (!k->unw || !s->h.stack_len || off + s->h.stack_len > size)
+		return -1;
 	memcpy(in.regs, s->h.regs, sizeof(in.regs));
 	in.stack = (const uint8_t *)s + off;
 	in.stack_len = s->h.stack_len;
 	in.stack_addr = s->h.regs[PYREG_SP];
-	end = unwind_stack(k->unw, &in, k->pcs, UNWIND_MAX_FRAMES, &n);
+	*end = unwind_stack(k->unw, &in, k->pcs, UNWIND_MAX_FRAMES, &n);
+	return (long)n;
+}
+
+static const char *diff_object(void *ctx, uint64_t pc)
+{
+	struct sample_sink *k = ((void **)ctx)[0];
+	const struct py_target *t = ((void **)ctx)[1];
+	const int *pid = ((void **)ctx)[2];
+	struct nsym_result r;
+
+	nsym_resolve(k->nsym, t->src, *pid, pc, &r);
+	return r.path;
+}
+
+/* --unwind both: the BPF walk against libunwind's on the same sample. */
+static void diff_unwinds(struct sample_sink *k, const struct py_target *t,
+			 const struct py_sample *s, size_t nk, size_t nu, int uend)
+{
+	int pid = (int)s->h.pid;
+	void *ctx[3] = { k, (void *)t, &pid };
+	int truncated = s->h.native_end == PY_NATIVE_END_MAX || uend == UNWIND_END_MAX;
+	int not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
+			 s->h.native_end == PY_NATIVE_END_NO_MAP;
+
+	native_diff_add(k->diff, k->kpcs, nk, k->pcs, nu, truncated, not_loaded,
+			diff_object, ctx);
+}
+
+/* The native pcs of a record into k->pcs (unwound in BPF, or here from
+ * the copied stack); returns the count. *not_loaded: the BPF walk met a
+ * mapping not loaded yet, so the stack is incomplete. */
+static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
+			 const struct py_sample *s, size_t size, int *not_loaded)
+{
+	size_t off = PY_SAMPLE_STACK_OFF(s->h.nframes), nk = s->h.native_n;
+	int kernel = (s->h.flags & SAMPLE_F_NATIVE_PCS) != 0, uend = UNWIND_END_OUTERMOST;
+	long nu;
+
+	if (s->h.flags & SAMPLE_F_STACK_ERR)
+		k->n.stack_errors++;
+	if (kernel && (nk > PYPERF_MAX_NATIVE || off + nk * 8 > size)) {
+		k->n.malformed++;
+		return 0;
+	}
+	if (kernel) {
+		memcpy(k->kpcs, (const uint8_t *)s + off, nk * 8);
+		off += nk * 8;
+		*not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
+			      s->h.native_end == PY_NATIVE_END_NO_MAP;
+	}
+	nu = user_unwind(k, t, s, size, off, &uend);
+	if (kernel && nu >= 0 && k->diff)
+		diff_unwinds(k, t, s, nk, (size_t)nu, uend);
+	if (!kernel && nu < 0)
+		return 0;
 	k->n.native_stacks++;
-	if (end != UNWIND_END_OUTERMOST)
+	if (!kernel) {
+		if (uend != UNWIND_END_OUTERMOST)
+			k->n.native_errors++;
+		return (size_t)nu;
+	}
+	if (*not_loaded) {
+		k->n.native_not_loaded++;
+		if (k->native_miss)
+			k->native_miss(k->native_miss_ctx, (int)s->h.pid);
+	} else if (s->h.native_end != PY_NATIVE_END_OUTERMOST) {
 		k->n.native_errors++;
+	}
+	memcpy(k->pcs, k->kpcs, nk * 8);
+	return nk;
+}
+
+/* The native frames of a record into k->nloc / k->neval; returns the
+ * count. */
+static size_t native_frames(struct sample_sink *k, const struct py_target *t,
+			    const struct py_sample *s, size_t size)
+{
+	int not_loaded = 0;
+	size_t n = native_pcs(k, t, s, size, &not_loaded);
+
 	for (size_t i = 0; i < n; i++) {
 		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], i == 0, &k->neval[i],
 					     &k->nhide[i]);
 		if (!k->nloc[i])
 			return 0;
+	}
+	/* Never a silently short stack: say where it was cut. */
+	if (not_loaded && n < UNWIND_MAX_FRAMES) {
+		k->nloc[n] = synthetic(k, "[native: mapping not loaded yet]");
+		k->neval[n] = 0;
+		if (k->nloc[n])
+			n++;
 	}
 	return n;
 }
@@ -221,7 +303,7 @@ static size_t kernel_frames(struct sample_sink *k, const struct py_sample *s, si
 			    size_t n)
 {
 	struct profile_mapping_desc m = { .filename = "[kernel]", .has_functions = true };
-	size_t off = PY_SAMPLE_KSTACK_OFF(s->h.nframes, s->h.stack_len);
+	size_t off = PY_SAMPLE_KSTACK_OFF(s->h.nframes, s->h.native_n, s->h.stack_len);
 	size_t nk = s->h.nkframes, cap = sizeof(k->locs) / sizeof(k->locs[0]);
 	uint64_t mid, ip;
 
@@ -422,11 +504,11 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		k->n.max_depth = s->h.nframes;
 	if (s->h.flags & SAMPLE_F_READ_ERR)
 		k->n.read_errors++;
-	nn = k->unw ? native_frames(k, t, s, size) : 0;
+	nn = k->nsym ? native_frames(k, t, s, size) : 0;
 	n = merged_stack(k, nn, np);
 	if (s->h.nkframes && k->ksym)
 		n = kernel_frames(k, s, size, n);
-	else if ((s->h.flags & SAMPLE_F_KERNEL) && k->unw)
+	else if ((s->h.flags & SAMPLE_F_KERNEL) && k->nsym)
 		n = prepend(k, n, synthetic(k, "[kernel]"));
 	if (s->h.flags & SAMPLE_F_TRUNCATED) {
 		k->n.truncated++;

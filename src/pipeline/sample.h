@@ -9,6 +9,7 @@
 #include "merge.h"
 #include "native_filter.h"
 #include "symgap.h"
+#include "native_diff.h"
 #include "nsym.h"
 #include "objcache.h"
 #include "ksym.h"
@@ -33,6 +34,8 @@ struct sample_counts {
 	uint64_t merge_errors;	/* eval loops and Python groups that did not pair */
 	uint64_t offcpu_dropped;	/* wall mode: more threads off CPU than OFFCPU_MAX */
 	uint64_t kernel_stacks;		/* --kernel: samples with kernel frames */
+	uint64_t native_not_loaded;	/* --unwind kernel: the walk met a mapping
+					 * not loaded yet; the stack is marked */
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
@@ -78,6 +81,13 @@ struct sample_sink {
 	int all_native;				/* 1: no native_filter */
 	const struct ksym_table *ksym;		/* --kernel: names of kernel frames */
 	struct symgap gaps;			/* unnamed native frames per object */
+	struct nsym_ctx *nsym;			/* NULL: Python frames only */
+	/* --unwind kernel: a record whose BPF walk met no loaded mapping
+	 * asks for the process's tables to be (re)loaded. */
+	void (*native_miss)(void *ctx, int pid);
+	void *native_miss_ctx;
+	struct native_diff *diff;		/* --unwind both: compare the two */
+	uint64_t kpcs[PYPERF_MAX_NATIVE];
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];
 	uint64_t pyloc[PYPERF_MAX_FRAMES];

@@ -1,0 +1,330 @@
+/*
+ * Loading unwind tables into the BPF maps (ktables.h). The object
+ * registry is a plain array indexed by object id (the BPF side indexes
+ * "unwind_objs" with the same id); lookups are linear, which is fine for
+ * the few hundred objects a host's Python processes map and happens only
+ * when a process's mappings are (re)loaded, never per sample.
+ */
+#define _GNU_SOURCE
+#include "ktables.h"
+
+#include "elffile.h"
+#include "proc.h"
+#include "pyperf.h"
+#include "unwind_table.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+#include <linux/bpf.h>
+
+#define KT_RELOAD_NS	(200ull * 1000 * 1000)	/* per process, at most */
+#define KT_PIDS		4096			/* reload throttle slots */
+#define KT_SEGS		16
+#define KT_VDSO_MAX	(1u << 20)
+#define KT_VDSO_INO	UINT64_MAX		/* the vDSO's key: no file */
+
+struct kt_obj {
+	int used;
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	uint32_t first, count;
+	struct elf_segment seg[KT_SEGS];	/* PT_LOAD, for load biases */
+	size_t nseg;
+};
+
+struct kt_pid {
+	pid_t pid;
+	uint64_t last_ns;
+};
+
+struct ktables {
+	int rows_fd, objs_fd, procs_fd;
+	uint32_t max_rows, next_row;
+	struct kt_obj obj[PY_UNWIND_MAX_OBJS];	/* [0] unused: id 0 = none */
+	struct kt_pid pids[KT_PIDS];
+	struct ktables_stats st;
+	struct py_unwind_proc proc;		/* scratch: one process's list */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, uint32_t max_rows)
+{
+	struct ktables *kt = calloc(1, sizeof(*kt));
+
+	if (!kt)
+		return NULL;
+	kt->rows_fd = rows_fd;
+	kt->objs_fd = objs_fd;
+	kt->procs_fd = procs_fd;
+	kt->max_rows = max_rows;
+	return kt;
+}
+
+void ktables_free(struct ktables *kt)
+{
+	free(kt);
+}
+
+const struct ktables_stats *ktables_get_stats(const struct ktables *kt)
+{
+	return &kt->st;
+}
+
+/* Everything dropped: the next walk of every process finds no mappings
+ * (a marked sample) and triggers its reload. */
+static void reset_all(struct ktables *kt)
+{
+	__u32 key, next;
+
+	memset(kt->obj, 0, sizeof(kt->obj));
+	memset(kt->pids, 0, sizeof(kt->pids));
+	kt->next_row = 0;
+	kt->st.rows = 0;
+	kt->st.resets++;
+	while (bpf_map_get_next_key(kt->procs_fd, NULL, &next) == 0) {
+		key = next;
+		if (bpf_map_delete_elem(kt->procs_fd, &key))
+			break;
+	}
+}
+
+/* Writes rows [first, first + n) of the BPF array. */
+static int upload_rows(struct ktables *kt, const struct ut_table *t, uint32_t first)
+{
+	struct py_unwind_row *v = malloc(t->n * sizeof(*v));
+	__u32 *keys = malloc(t->n * sizeof(*keys)), count = (__u32)t->n;
+	int rc = 0;
+
+	for (size_t i = 0; v && keys && i < t->n; i++) {
+		const struct ut_row *r = &t->rows[i];
+
+		keys[i] = first + (uint32_t)i;
+		v[i] = (struct py_unwind_row){ .pc = (__u32)r->start, .cfa_off = r->cfa_off,
+			.rbp_off = r->rbp_off, .kind = (__u8)(r->cfa | r->rbp << 4),
+			.plt_thr = r->plt_thr };
+	}
+	if (!v || !keys)
+		rc = -1;
+	else if (bpf_map_update_batch(kt->rows_fd, keys, v, &count, NULL))
+		for (size_t i = 0; i < t->n && !rc; i++)	/* kernels without batch ops */
+			rc = bpf_map_update_elem(kt->rows_fd, &keys[i], &v[i], BPF_ANY);
+	free(v);
+	free(keys);
+	return rc;
+}
+
+/* Converts and uploads one object's table; its id, 0 if it has none. */
+static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct kt_obj *key)
+{
+	struct py_unwind_obj bo = { 0 };
+	struct ut_table t;
+	uint64_t t0 = mono_ns();
+	uint32_t id = 0;
+	struct kt_obj *o;
+
+	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS && !id; i++)
+		if (!kt->obj[i].used)
+			id = i;
+	if (!id) {
+		reset_all(kt);
+		id = 1;
+	}
+	if (ut_build_elf(ef, kt->max_rows, &t)) {
+		kt->st.objects_failed++;
+		return 0;
+	}
+	kt->st.build_ns += mono_ns() - t0;
+	/* Rows address 32 bits of link-time address: bigger objects unwind
+	 * by frame pointers, as do objects without CFI. */
+	if (t.n && t.rows[t.n - 1].start > UINT32_MAX)
+		t.n = 0;
+	if (t.n && kt->next_row + t.n > kt->max_rows)
+		reset_all(kt);	/* ut_build_elf kept t.n <= max_rows */
+	o = &kt->obj[id];
+	*o = *key;
+	o->used = 1;
+	o->nseg = elf_file_segments(ef, o->seg, KT_SEGS);
+	if (t.n && t.n <= kt->max_rows && upload_rows(kt, &t, kt->next_row) == 0) {
+		bo.first = kt->next_row;
+		bo.count = (__u32)t.n;
+		kt->next_row += (uint32_t)t.n;
+		kt->st.rows = kt->next_row;
+	} else {
+		kt->st.objects_no_cfi++;
+	}
+	o->first = bo.first;
+	o->count = bo.count;
+	if (bpf_map_update_elem(kt->objs_fd, &id, &bo, BPF_ANY))
+		o->count = 0;
+	kt->st.objects++;
+	ut_table_free(&t);
+	return id;
+}
+
+static struct elf_file *open_vdso(pid_t pid, const struct proc_map *m)
+{
+	size_t len = m->end - m->start;
+	struct elf_file *ef = NULL;
+	void *buf;
+
+	if (len > KT_VDSO_MAX)
+		return NULL;
+	buf = malloc(len);
+	if (buf && proc_read(pid, m->start, buf, len) == 0)
+		ef = elf_file_open_mem(buf, len);
+	free(buf);
+	return ef;
+}
+
+/* The object behind an executable mapping (loading it if new), 0 if none. */
+static uint32_t object_of(struct ktables *kt, pid_t pid, const struct proc_map *m)
+{
+	struct kt_obj key = { 0 };
+	char path[PATH_MAX + 64];
+	struct elf_file *ef;
+	struct stat st;
+	uint32_t id;
+
+	if (strcmp(m->path, "[vdso]") == 0) {
+		key.ino = KT_VDSO_INO;
+		key.size = m->end - m->start;
+	} else {
+		if (m->path[0] != '/')
+			return 0;	/* anonymous: JIT, trampolines */
+		proc_map_file(pid, m, path, sizeof(path));
+		if (stat(path, &st) || !S_ISREG(st.st_mode))
+			return 0;
+		key.dev = st.st_dev;
+		key.ino = st.st_ino;
+		key.size = (uint64_t)st.st_size;
+		key.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	}
+	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++) {
+		const struct kt_obj *o = &kt->obj[i];
+
+		if (o->used && o->dev == key.dev && o->ino == key.ino && o->size == key.size &&
+		    o->mtime_ns == key.mtime_ns)
+			return i;
+	}
+	ef = key.ino == KT_VDSO_INO ? open_vdso(pid, m) : elf_file_open(path);
+	if (!ef) {
+		kt->st.objects_failed++;
+		return 0;
+	}
+	id = add_object(kt, ef, &key);
+	elf_file_close(ef);
+	return id;
+}
+
+/* runtime - link-time address for mapping m of object o. */
+static int mapping_bias(const struct kt_obj *o, const struct proc_map *m, uint64_t *bias)
+{
+	for (size_t i = 0; i < o->nseg; i++) {
+		const struct elf_segment *g = &o->seg[i];
+
+		if (g->type == 1 /* PT_LOAD */ && m->offset >= g->offset &&
+		    m->offset < g->offset + g->filesz) {
+			*bias = m->start - (g->vaddr + (m->offset - g->offset));
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static struct kt_pid *pid_slot(struct ktables *kt, pid_t pid)
+{
+	return &kt->pids[(uint32_t)pid % KT_PIDS];
+}
+
+/* Fills kt->proc from the process's maps. 1 if the tables were reset on
+ * the way (the entries made before point to dropped objects). */
+static int fill_proc(struct ktables *kt, pid_t pid, const struct proc_maps *maps)
+{
+	struct py_unwind_proc *p = &kt->proc;
+	uint64_t t0 = kt->st.resets;
+
+	memset(p, 0, sizeof(*p));
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		struct py_unwind_map *um;
+		uint64_t bias;
+		uint32_t id;
+
+		if (m->perms[2] != 'x')
+			continue;
+		if (p->n >= PY_UNWIND_MAX_MAPS) {
+			kt->st.maps_dropped++;
+			continue;
+		}
+		id = object_of(kt, pid, m);
+		if (kt->st.resets != t0)
+			return 1;
+		um = &p->m[p->n++];
+		um->start = m->start;
+		um->end = m->end;
+		um->obj = id;
+		if (id && mapping_bias(&kt->obj[id], m, &bias) == 0)
+			um->bias = bias;
+		else
+			um->obj = 0;	/* offset in no segment: frame pointers */
+	}
+	return 0;
+}
+
+int ktables_load_pid(struct ktables *kt, pid_t pid, uint64_t now_ns, int force)
+{
+	struct kt_pid *slot = pid_slot(kt, pid);
+	struct proc_maps maps;
+	__u32 key = (__u32)pid;
+	int reset;
+
+	if (!force && slot->pid == pid && now_ns - slot->last_ns < KT_RELOAD_NS) {
+		kt->st.pid_throttled++;
+		return 0;
+	}
+	if (proc_maps_read(pid, &maps))
+		return -1;
+	/* After a reset the process's objects are loaded first; a second
+	 * reset means they alone do not fit. */
+	reset = fill_proc(kt, pid, &maps) && fill_proc(kt, pid, &maps);
+	proc_maps_free(&maps);
+	slot = pid_slot(kt, pid);	/* a reset cleared the slots */
+	slot->pid = pid;
+	slot->last_ns = now_ns;
+	if (reset) {
+		fprintf(stderr, "pyperf-pprof: the unwind tables of pid %d do not fit in %u rows; its native stacks stay marked incomplete\n",
+			(int)pid, kt->max_rows);
+		return -1;
+	}
+	kt->st.pid_loads++;
+	if (bpf_map_update_elem(kt->procs_fd, &key, &kt->proc, BPF_ANY)) {
+		fprintf(stderr, "pyperf-pprof: cannot load the unwind mappings of pid %d: %s\n",
+			(int)pid, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void ktables_forget_pid(struct ktables *kt, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	struct kt_pid *slot = pid_slot(kt, pid);
+
+	if (slot->pid == pid)
+		memset(slot, 0, sizeof(*slot));
+	bpf_map_delete_elem(kt->procs_fd, &key);
+}

@@ -1,0 +1,46 @@
+/*
+ * --unwind kernel: the unwind tables the BPF program walks (bpf/pyperf.h).
+ * Per object file (by dev, inode, size, mtime) its CFI rows, converted
+ * once (src/native/unwind_table.c) into one contiguous run of the
+ * "unwind_rows" map; per process its executable mappings, each with its
+ * object and load bias, in "unwind_procs". Loaded when a target is added
+ * and again when a sample's walk met an address no loaded mapping covers
+ * (a library opened since), at most every KT_RELOAD_NS per process.
+ *
+ * The row map has a fixed size: when it is full every object is dropped
+ * and every process's mappings deleted; each is reloaded on its next miss
+ * (those samples are marked "not loaded", never unwound with stale rows).
+ */
+#ifndef KTABLES_H
+#define KTABLES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ktables_stats {
+	uint64_t pid_loads;		/* mappings (re)written for a process */
+	uint64_t pid_throttled;		/* reloads skipped: too soon */
+	uint64_t objects, objects_no_cfi, objects_failed;
+	uint64_t rows;			/* rows in use now */
+	uint64_t resets;		/* row or object map full: all dropped */
+	uint64_t maps_dropped;		/* mappings past PY_UNWIND_MAX_MAPS */
+	uint64_t build_ns;		/* time spent converting CFI */
+};
+
+struct ktables;
+
+/* The map fds of the loaded program; max_rows is unwind_rows' size. */
+struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, uint32_t max_rows);
+void ktables_free(struct ktables *kt);
+
+/* Loads the tables of every executable mapping of pid and writes its
+ * mapping list. now_ns: CLOCK_MONOTONIC, for the reload throttle; force
+ * ignores it. 0 on success. */
+int ktables_load_pid(struct ktables *kt, pid_t pid, uint64_t now_ns, int force);
+
+/* The process is gone: deletes its mappings. */
+void ktables_forget_pid(struct ktables *kt, pid_t pid);
+
+const struct ktables_stats *ktables_get_stats(const struct ktables *kt);
+
+#endif
