@@ -39,8 +39,10 @@ run_scenario() {
 		fi
 		sleep 0.1
 	done
+	# PYPERF_ARGS: extra options for every run (tests/unwind-diff.sh runs
+	# the native scenario again with --unwind kernel).
 	# shellcheck disable=SC2086
-	"$PYPERF" --pid $pid -d "$3" -o "$out" -v ${6:-} > "$work/log" 2>&1
+	"$PYPERF" --pid $pid -d "$3" -o "$out" -v ${6:-} ${PYPERF_ARGS:-} > "$work/log" 2>&1
 	rc=$?
 	kill $pid 2>/dev/null; wait $pid 2>/dev/null; pid=
 	sed 's/^/  /' "$work/log"

@@ -1,0 +1,144 @@
+#!/bin/sh
+# Differential test of the BPF unwinder (--unwind kernel) against
+# libunwind over a copied stack (--unwind user): one live session with
+# --unwind both unwinds every sample both ways and compares them frame for
+# frame. Per interpreter, on tests/workloads/native.py (qsort callback
+# through ctypes, zlib, the C-extension chain of tests/ext/cbext.c):
+# at least UNWIND_DIFF_MIN (default 99) % of the stacks must agree; the
+# disagreements are printed by object. Then:
+#  - a library loaded after attach (tests/workloads/late_native.py): its
+#    first samples are marked "mapping not loaded yet" (never unwound
+#    wrong), its tables are loaded on that miss, later samples agree;
+#  - the native end-to-end scenario (tests/e2e.sh) passes unchanged with
+#    --unwind kernel on Debian's stripped python3.11.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${PYPERF:=./pyperf-pprof}"
+min=${UNWIND_DIFF_MIN:-99}
+interps=${UNWIND_DIFF_INTERPRETERS:-"/usr/bin/python3.11 /root/.pyenv/versions/3.8.18/bin/python3 /root/.pyenv/versions/3.12.1/bin/python3 /root/.pyenv/versions/3.13.0/bin/python3"}
+
+skip() { echo "SKIP unwind-diff: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root for BPF and perf events"
+command -v gcc >/dev/null 2>&1 || skip "gcc not installed (builds the test C extension)"
+
+work=$(mktemp -d /tmp/pyperf-udiff.XXXXXX)
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+failed=0
+ran=0
+
+# start INTERP WORKLOAD ARGS...: runs it in the background until "ready".
+start() {
+	py=$1
+	shift
+	rm -f "$work/ready"
+	"$py" "$@" > "$work/ready" &
+	pid=$!
+	i=0
+	until grep -q ready "$work/ready" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt 200 ] && return 1
+		sleep 0.1
+	done
+}
+
+stop() {
+	kill $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	pid=
+}
+
+# agreement LOG: "AGREE STACKS NOT_LOADED" from the session's diff line.
+agreement() {
+	sed -n 's/.*unwind diff: \([0-9]*\) of \([0-9]*\) stacks agree.*; \([0-9]*\) hit a mapping.*/\1 \2 \3/p' "$1" | tail -1
+}
+
+# check NAME LOG MIN_STACKS: the diff line says enough stacks agree.
+check() {
+	set -- "$1" "$2" "$3" $(agreement "$2")
+	if [ $# -lt 6 ]; then
+		echo "FAIL unwind-diff/$1: no diff line in the session's output"
+		sed 's/^/  /' "$2"
+		failed=1
+		return
+	fi
+	grep -E 'unwind diff:|bpf unwind:|unwind tables:|native:' "$2" | sed 's/^/  /'
+	# Marked samples (a mapping not loaded yet) are refusals, not wrong
+	# stacks: they are listed, and left out of the ratio.
+	compared=$(($5 - $6))
+	if [ "$compared" -lt "$3" ]; then
+		echo "FAIL unwind-diff/$1: only $compared stacks compared (at least $3 wanted; machine too loaded?)"
+		failed=1
+	elif [ $(($4 * 100)) -lt $((compared * min)) ]; then
+		echo "FAIL unwind-diff/$1: $4 of $compared stacks agree, under $min %"
+		failed=1
+	else
+		echo "PASS unwind-diff/$1: $4 of $compared stacks agree frame for frame ($6 marked: mapping not loaded yet)"
+	fi
+}
+
+for py in $interps; do
+	[ -x "$py" ] || { echo "note: $py not present"; continue; }
+	name=$(basename "$(dirname "$(dirname "$py")")")
+	[ "$py" = /usr/bin/python3.11 ] && name=python3.11-debian
+	include=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+	suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
+	args=
+	mkdir -p "$work/$name"
+	if [ -f "$include/Python.h" ] && gcc -shared -fPIC -O2 -I"$include" \
+		-o "$work/$name/cbext$suffix" "$TOP_SRCDIR/tests/ext/cbext.c" 2>/dev/null; then
+		args=--extension
+	fi
+	if ! PYTHONPATH=$work/$name start "$py" "$TOP_SRCDIR/tests/workloads/native.py" 60 $args; then
+		echo "FAIL unwind-diff/$name: workload did not start"; failed=1; stop; continue
+	fi
+	"$PYPERF" --pid $pid -d 5000 -c 250000 --unwind both -v -o "$work/$name.pb.gz" \
+		> "$work/$name.log" 2>&1
+	rc=$?
+	stop
+	ran=$((ran + 1))
+	if [ $rc != 0 ]; then
+		echo "FAIL unwind-diff/$name: pyperf-pprof exited with $rc"
+		sed 's/^/  /' "$work/$name.log"
+		failed=1
+		continue
+	fi
+	check "$name" "$work/$name.log" 20
+done
+[ $ran = 0 ] && skip "none of the interpreters is installed: $interps"
+
+# A library mapped after attach: load on first miss.
+if start /usr/bin/python3.11 "$TOP_SRCDIR/tests/workloads/late_native.py" 60 1.5; then
+	"$PYPERF" --pid $pid -d 6000 -c 250000 --unwind both -v -o "$work/late.pb.gz" \
+		> "$work/late.log" 2>&1
+	stop
+	check late-load "$work/late.log" 10
+	loads=$(sed -n 's/.*unwind tables:.* loads=\([0-9]*\).*/\1/p' "$work/late.log")
+	if [ "${loads:-0}" -lt 2 ]; then
+		echo "FAIL unwind-diff/late-load: the tables were not reloaded after liblzma was mapped (loads=${loads:-?})"
+		failed=1
+	fi
+else
+	stop
+	echo "note: /usr/bin/python3.11 not present: late-load case skipped"
+fi
+
+# The native end-to-end checks, unchanged, on the kernel unwinder.
+if [ -x /usr/bin/python3.11 ]; then
+	echo /usr/bin/python3.11 > "$work/python3.11-debian.e2e"
+	if PYPERF_ARGS="--unwind kernel" SCENARIOS=native sh "$TOP_SRCDIR/tests/e2e.sh" \
+		"$work/python3.11-debian.e2e" > "$work/e2e.log" 2>&1; then
+		echo "PASS unwind-diff/e2e-native: tests/e2e.sh native scenario with --unwind kernel"
+	else
+		rc=$?
+		sed 's/^/  /' "$work/e2e.log"
+		if [ $rc = 77 ]; then
+			echo "note: e2e native scenario skipped: $(tail -1 "$work/e2e.log")"
+		else
+			echo "FAIL unwind-diff/e2e-native: tests/e2e.sh native scenario with --unwind kernel"
+			failed=1
+		fi
+	fi
+fi
+exit $failed
