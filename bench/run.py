@@ -85,6 +85,9 @@ BUDGETS = {
     "user_nonative": 10.0,    # us per sample
     "user_native": 40.0,      # us per sample
     "bpf_nonative": 5.0,      # us per sample
+    "user_kernel": 10.0,      # us per sample, native unwound in BPF (issue 14)
+    "bpf_kernel": 5.0,        # us per sample, synthetic workload (issue 14)
+    "record_bytes": 1024,     # average record, native unwound in BPF (issue 14)
     "total_rate": 10000,      # samples/s total with zero lost, --no-native
     "rss_mib": 64.0,
 }
@@ -369,16 +372,19 @@ def perf_event_fds(pid):
 class Tool:
     """How to start one profiler on pids, know it samples, read its results."""
 
-    def __init__(self, kind, hz, native=False):
+    def __init__(self, kind, hz, native=False, unwind="user"):
         self.kind = kind        # pyperf | perf | austin
         self.hz = hz
         self.native = native
+        self.unwind = unwind    # pyperf native: user (libunwind) | kernel (BPF)
 
     @property
     def key(self):
         if self.kind == "none":
             return "none"
         if self.kind == "pyperf":
+            if self.native and self.unwind == "kernel":
+                return "pyperf-kernel"
             return "pyperf-native" if self.native else "pyperf-nonative"
         return self.kind
 
@@ -386,6 +392,7 @@ class Tool:
     def label(self):
         return {"none": "no tool (A/A control)", "pyperf-native": "pyperf-pprof",
                 "pyperf-nonative": "pyperf-pprof --no-native",
+                "pyperf-kernel": "pyperf-pprof --unwind kernel",
                 "perf": "perf record --call-graph dwarf", "austin": "austin"}[self.key]
 
     def argv(self, ctx, pids, out):
@@ -393,6 +400,8 @@ class Tool:
             a = [ctx.profiler, "-d", "0", "-F", str(self.hz), "-o", out, "-v"]
             for pid in pids:
                 a += ["--pid", str(pid)]
+            if self.native and self.unwind != "user":
+                a += ["--unwind", self.unwind]
             return a + ([] if self.native else ["--no-native"])
         if self.kind == "perf":
             return ["perf", "record", "-e", "cpu-clock", "-F", str(self.hz),
@@ -421,6 +430,9 @@ class Tool:
             m = re.search(r"pyperf-pprof: (\d+) samples", err)
             if m:
                 r["samples"] = int(m.group(1))
+            m = re.search(r"records: \d+ bytes, (\d+) bytes per record", err)
+            if m:
+                r["record_bytes"] = int(m.group(1))
             m = re.search(r"bpf: events=(\d+) sent=(\d+) lost=(\d+)", err)
             if m:
                 r["bpf_events"], r["bpf_sent"], r["lost"] = map(int, m.groups())
@@ -708,7 +720,7 @@ def bpf_per_sample_us(x, early_ns):
     return max(0.0, x["bpf_run_ns"] - other * (early_ns or 0)) / x["bpf_events"] / 1e3
 
 
-def max_rate(ctx, py, units, rates, native):
+def max_rate(ctx, py, units, rates, native, unwind="user"):
     """One busy single-threaded target per CPU, one profiler for all, on
     any CPU: lost samples per -F, up to the first loss. With the targets
     taking nearly all CPU time, nearly all of the BPF program's runs are
@@ -719,7 +731,7 @@ def max_rate(ctx, py, units, rates, native):
         if hz > limit:
             out.append({"hz": hz, "skipped": "kernel.perf_event_max_sample_rate=%d" % limit})
             break
-        t = Tool("pyperf", hz, native)
+        t = Tool("pyperf", hz, native, unwind)
         r = run_once(ctx, py, units, t, nprocs=len(os.sched_getaffinity(0)), spread=True)
         r["hz"] = hz
         r["rate"] = (r["samples"] or 0) / r["elapsed"]
@@ -761,7 +773,8 @@ def budget_lines(res):
                              r["cpu_slowdown_med"]),
                           r["slowdown_med"] <= lim))
     for tool, key, what in (("pyperf-nonative", "user_nonative", "Python-only"),
-                            ("pyperf-native", "user_native", "native")):
+                            ("pyperf-native", "user_native", "native"),
+                            ("pyperf-kernel", "user_kernel", "native unwound in BPF")):
         for r in pick(tool, 999, main):
             lim = BUDGETS[key]
             v = r.get("user_us_slope")
@@ -773,19 +786,20 @@ def budget_lines(res):
                               fmt(v), fmt(r["user_us_raw"]),
                               fmt(r99[0]["user_us_raw"] if r99 else None, "%.0f")),
                           v is not None and v <= lim))
-    for x in res["max_rate"].get("pyperf-nonative", []):
-        if x.get("hz") not in (99, 999) or not x.get("bpf_run_cnt"):
-            continue
-        lim = BUDGETS["bpf_nonative"]
-        raw = x["bpf_run_ns"] / x["bpf_run_cnt"] / 1e3
-        v = bpf_per_sample_us(x, early_for(res.get("early_ns", {}), main, "pyperf-nonative",
-                                           x["hz"]))
-        lines.append(("BPF ≤ %g µs/sample, Python-only, %d Hz (%s, cpu workload, one per CPU)"
-                      % (lim, x["hz"], main),
-                      "run_time_ns/run_cnt %.2f µs (%.0f%% of runs were target samples); "
-                      "%s µs per target sample less the other runs" % (
-                          raw, 100.0 * x["bpf_events"] / x["bpf_run_cnt"], fmt(v, "%.2f")),
-                      v is not None and v <= lim))
+    for mode, key, what in (("pyperf-nonative", "bpf_nonative", "Python-only"),
+                            ("pyperf-kernel", "bpf_kernel", "native unwound in BPF")):
+        for x in res["max_rate"].get(mode, []):
+            if x.get("hz") not in (99, 999) or not x.get("bpf_run_cnt"):
+                continue
+            lim = BUDGETS[key]
+            raw = x["bpf_run_ns"] / x["bpf_run_cnt"] / 1e3
+            v = bpf_per_sample_us(x, early_for(res.get("early_ns", {}), main, mode, x["hz"]))
+            lines.append(("BPF ≤ %g µs/sample, %s, %d Hz (%s, cpu workload, one per CPU)"
+                          % (lim, what, x["hz"], main),
+                          "run_time_ns/run_cnt %.2f µs (%.0f%% of runs were target samples); "
+                          "%s µs per target sample less the other runs" % (
+                              raw, 100.0 * x["bpf_events"] / x["bpf_run_cnt"], fmt(v, "%.2f")),
+                          v is not None and v <= lim))
     # Met when some run wrote at least the budget's samples per second with
     # nothing lost, and no run at a lower -F lost any.
     mr = [x for x in res["max_rate"].get("pyperf-nonative", []) if "skipped" not in x]
@@ -804,6 +818,21 @@ def budget_lines(res):
                    if best else "no lossless rate") +
                   ("; first loss at -F %d (%d lost)" % (lost[0]["hz"], lost[0]["lost"])
                    if lost else "; none lost up to -F %d" % mr[-1]["hz"] if mr else ""), met))
+    km = [x for x in res["max_rate"].get("pyperf-kernel", []) if "skipped" not in x]
+    kok = [x for x in km if not x["lost"] and not x.get("rc")]
+    kl = [x for x in km if x["lost"]]
+    top = MAXRATE_RATES[-1]
+    lines.append(("0 lost at -F %d, native unwound in BPF (%d busy targets)" % (top, ncpu),
+                  ("highest lossless: -F %d → %.0f samples/s written" % (
+                      max(kok, key=lambda x: x["rate"])["hz"],
+                      max(kok, key=lambda x: x["rate"])["rate"]) if kok else "no lossless rate") +
+                  ("; first loss at -F %d (%d lost)" % (kl[0]["hz"], kl[0]["lost"]) if kl else ""),
+                  (not kl and any(x["hz"] == top for x in kok)) if km else None))
+    rb = [x["record_bytes"] for x in km if x.get("record_bytes")]
+    if rb:
+        lines.append(("records ≤ %d bytes on average, native unwound in BPF"
+                      % BUDGETS["record_bytes"], "%d bytes (cpu workload; max over rates)" % max(rb),
+                      max(rb) <= BUDGETS["record_bytes"]))
     rss = [r["rss_mib"] for r in rows if r["tool"].startswith("pyperf")]
     rss += [x["maxrss_kib"] / 1024 for v in res["max_rate"].values() for x in v
             if "maxrss_kib" in x]
@@ -905,12 +934,13 @@ def write_markdown(res, path, plot_rel):
              fmt(early_for(res.get("early_ns", {}), res["main_python"], "pyperf-nonative",
                            999), "%.0f")), "",
           "| mode | -F Hz | samples | samples/s | lost | BPF µs/run | target runs | "
-          "BPF µs/sample | BPF share of a CPU | tool µs/sample raw | peak RSS MiB |",
-          "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+          "BPF µs/sample | BPF share of a CPU | tool µs/sample raw | peak RSS MiB | "
+          "record bytes |",
+          "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for mode, runs in res["max_rate"].items():
         for x in runs:
             if "skipped" in x:
-                L.append("| %s | %d | – | – | – | – | – | – | – | – | skipped: %s |"
+                L.append("| %s | %d | – | – | – | – | – | – | – | – | skipped: %s | – |"
                          % (mode, x["hz"], x["skipped"]))
                 continue
             bpf = x["bpf_run_ns"] / x["bpf_run_cnt"] / 1e3 if x.get("bpf_run_cnt") else None
@@ -918,10 +948,11 @@ def write_markdown(res, path, plot_rel):
             e = early_for(res.get("early_ns", {}), res["main_python"], mode, x["hz"])
             ps = bpf_per_sample_us(x, e)
             frac = x["bpf_events"] / x["bpf_run_cnt"] if x.get("bpf_run_cnt") else None
-            L.append("| %s | %d | %d | %.0f | %d | %s | %s | %s | %s | %s | %.1f |" % (
+            L.append("| %s | %d | %d | %.0f | %d | %s | %s | %s | %s | %s | %.1f | %s |" % (
                 mode, x["hz"], x["samples"] or 0, x["rate"], x["lost"], fmt(bpf, "%.2f"),
                 fmt(frac and frac * 100, "%.0f%%"), fmt(ps, "%.2f"),
-                fmt(ps and ps * x["hz"] / 1e4, "%.2f%%"), fmt(raw), x["maxrss_kib"] / 1024))
+                fmt(ps and ps * x["hz"] / 1e4, "%.2f%%"), fmt(raw), x["maxrss_kib"] / 1024,
+                fmt(x.get("record_bytes"), "%d")))
     L.append("")
     if plot_rel:
         L += ["## Plot", "", "![target slowdown against sampling frequency](%s)" % plot_rel, ""]
@@ -943,6 +974,7 @@ def plot(res, path):
     fig, axes = plt.subplots(2, len(groups), figsize=(5.0 * len(groups), 8.2),
                              sharex=True, squeeze=False)
     styles = {"none": ("grey", "."), "pyperf-nonative": ("tab:blue", "o"), "pyperf-native": ("tab:green", "s"),
+              "pyperf-kernel": ("tab:red", "D"),
               "perf": ("tab:red", "^"), "austin": ("tab:purple", "D")}
     order = list(styles)
     handles = {}
@@ -1024,15 +1056,16 @@ def write_outputs(res, md, png):
 
 def measure(ctx, res, py311, py38, have_austin, units):
     rates = SLOW_RATES
-    base = [Tool(k, hz, n) for hz in rates for (k, n) in
-            (("pyperf", False), ("pyperf", True), ("perf", False))]
-    extra = [Tool(k, hz, n) for hz in PLOT_RATES for (k, n) in
-             (("pyperf", False), ("pyperf", True), ("perf", False))]
+    modes = (("pyperf", False, "user"), ("pyperf", True, "user"), ("pyperf", True, "kernel"),
+             ("perf", False, "user"))
+    base = [Tool(k, hz, n, u) for hz in rates for (k, n, u) in modes]
+    extra = [Tool(k, hz, n, u) for hz in PLOT_RATES for (k, n, u) in modes]
 
     fixed, early = {}, {}
     idle = 1.0 if QUICK else 2.0
     for py in ctx.pyname:
         fixed.update(fixed_costs(ctx, py, [Tool("pyperf", 999, False), Tool("pyperf", 999, True),
+                                           Tool("pyperf", 999, True, "kernel"),
                                            Tool("perf", 999)], idle, 1 if QUICK else 2, early))
     res["fixed"], res["early_ns"] = fixed, early
     ctl = [Tool("none", 99)]
@@ -1048,6 +1081,7 @@ def measure(ctx, res, py311, py38, have_austin, units):
     mu = int(MAXRATE_UNITS * MAXRATE_SCALE * ctx.scale)
     res["maxrate_units"] = mu
     res["max_rate"]["pyperf-nonative"] = max_rate(ctx, py311, mu, MAXRATE_RATES, False)
+    res["max_rate"]["pyperf-kernel"] = max_rate(ctx, py311, mu, MAXRATE_RATES, True, "kernel")
     if not QUICK:
         res["max_rate"]["pyperf-native"] = max_rate(ctx, py311, mu, MAXRATE_RATES, True)
 

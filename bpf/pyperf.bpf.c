@@ -574,9 +574,19 @@ static __always_inline int row_step(struct nregs *w, const struct py_unwind_row 
 		return fp_step(w);	/* no rule here, or one we cannot follow */
 	if (cfa <= w->sp)
 		return PY_NATIVE_END_BAD;
-	if (bpf_probe_read_user(&ra, 8, (const void *)(cfa - 8)))
+	/* A read costs far more than its bytes: where rbp was pushed first
+	 * (CFA - 16, the usual prologue), one read gets it and the return
+	 * address together. */
+	if (rbp_kind == RBP_CFA && r->rbp_off == -16) {
+		__u64 fr[2];
+
+		if (bpf_probe_read_user(fr, sizeof(fr), (const void *)(cfa - 16)))
+			return PY_NATIVE_END_READ;
+		bp = fr[0];
+		ra = fr[1];
+	} else if (bpf_probe_read_user(&ra, 8, (const void *)(cfa - 8))) {
 		return PY_NATIVE_END_READ;
-	if (rbp_kind == RBP_CFA) {
+	} else if (rbp_kind == RBP_CFA) {
 		if (bpf_probe_read_user(&bp, 8, (const void *)(cfa + (__s64)r->rbp_off)))
 			return PY_NATIVE_END_READ;
 	} else if (rbp_kind == RBP_UNSUPPORTED) {

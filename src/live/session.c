@@ -757,6 +757,8 @@ static void print_summary(struct session *s)
 	if (!s->cfg->verbose)
 		return;
 	pysym_get_stats(s->sink.syms, &ps);
+	fprintf(stderr, "pyperf-pprof: records: %" PRIu64 " bytes, %.0f bytes per record\n",
+		n->record_bytes, n->records ? (double)n->record_bytes / (double)n->records : 0.0);
 	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
 		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
 		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64 "\n",

@@ -491,6 +491,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		return o ? offcpu_end(k, t, o, s->h.time_ns) : 0;
 	}
 	k->n.records++;
+	k->n.record_bytes += size;
 	if (size < sizeof(s->h) ||
 	    s->h.nframes > PYPERF_MAX_FRAMES ||
 	    size < sizeof(s->h) + s->h.nframes * sizeof(s->frames[0])) {

@@ -34,6 +34,7 @@ struct sample_counts {
 	uint64_t merge_errors;	/* eval loops and Python groups that did not pair */
 	uint64_t offcpu_dropped;	/* wall mode: more threads off CPU than OFFCPU_MAX */
 	uint64_t kernel_stacks;		/* --kernel: samples with kernel frames */
+	uint64_t record_bytes;		/* bytes of all records received */
 	uint64_t native_not_loaded;	/* --unwind kernel: the walk met a mapping
 					 * not loaded yet; the stack is marked */
 };
