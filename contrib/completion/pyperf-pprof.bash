@@ -12,11 +12,11 @@ _pyperf_pprof_static_opts='-p --pid -d --duration -o --out --format -e --event
 -c --sample-period -F --frequency --ringbuf-size --no-native --native
 --all-native --kernel
 --stack-bytes -v --verbose -q --quiet -h --help --version --subprocesses
---interval --keep --mode --gil --record --replay'
+--interval --keep --mode --gil --record --replay --unwind'
 # Options that take an argument (the rest are flags).
 _pyperf_pprof_static_argopts=' -p --pid -d --duration -o --out --format -e
 --event -c --sample-period -F --frequency --ringbuf-size --stack-bytes
---interval --keep --mode --record --replay '
+--interval --keep --mode --record --replay --unwind '
 
 # Sets _pyperf_pprof_opts and _pyperf_pprof_argopts from "$1 --help".
 _pyperf_pprof_parse_help()
@@ -130,6 +130,10 @@ _pyperf_pprof()
         ;;
     --stack-bytes)
         mapfile -t COMPREPLY < <(compgen -W '4096 8192 16384 32768 65536' -- "$cur")
+        return
+        ;;
+    --unwind)
+        mapfile -t COMPREPLY < <(compgen -W 'user kernel both' -- "$cur")
         return
         ;;
     esac
