@@ -108,10 +108,19 @@ for py in $interps; do
 done
 [ $ran = 0 ] && skip "none of the interpreters is installed: $interps"
 
-# A library mapped after attach: load on first miss.
-if start /usr/bin/python3.11 "$TOP_SRCDIR/tests/workloads/late_native.py" 60 1.5; then
+# A library mapped after attach: load on first miss. The workload imports
+# it once the profiler samples (the trigger file).
+if start /usr/bin/python3.11 "$TOP_SRCDIR/tests/workloads/late_native.py" 60 "$work/go"; then
 	"$PYPERF" --pid $pid -d 6000 -c 250000 --unwind both -v -o "$work/late.pb.gz" \
-		> "$work/late.log" 2>&1
+		> "$work/late.log" 2>&1 &
+	prof=$!
+	i=0
+	until grep -q "sampling " "$work/late.log" 2>/dev/null || [ $i -gt 600 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	touch "$work/go"
+	wait $prof
 	stop
 	check late-load "$work/late.log" 10
 	loads=$(sed -n 's/.*unwind tables:.* loads=\([0-9]*\).*/\1/p' "$work/late.log")
