@@ -11,6 +11,7 @@
 #include "elffile.h"
 #include "proc.h"
 #include "pyperf.h"
+#include "target_src.h"
 #include "unwind_table.h"
 
 #include <errno.h>
@@ -175,7 +176,8 @@ static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct
 	return id;
 }
 
-static struct elf_file *open_vdso(pid_t pid, const struct proc_map *m)
+static struct elf_file *open_vdso(const struct target_src *src, pid_t pid,
+				  const struct proc_map *m)
 {
 	size_t len = m->end - m->start;
 	struct elf_file *ef = NULL;
@@ -184,14 +186,15 @@ static struct elf_file *open_vdso(pid_t pid, const struct proc_map *m)
 	if (len > KT_VDSO_MAX)
 		return NULL;
 	buf = malloc(len);
-	if (buf && proc_read(pid, m->start, buf, len) == 0)
+	if (buf && target_read(src, pid, m->start, buf, len) == 0)
 		ef = elf_file_open_mem(buf, len);
 	free(buf);
 	return ef;
 }
 
 /* The object behind an executable mapping (loading it if new), 0 if none. */
-static uint32_t object_of(struct ktables *kt, pid_t pid, const struct proc_map *m)
+static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_t pid,
+			  const struct proc_map *m)
 {
 	struct kt_obj key = { 0 };
 	char path[PATH_MAX + 64];
@@ -205,7 +208,7 @@ static uint32_t object_of(struct ktables *kt, pid_t pid, const struct proc_map *
 	} else {
 		if (m->path[0] != '/')
 			return 0;	/* anonymous: JIT, trampolines */
-		proc_map_file(pid, m, path, sizeof(path));
+		target_map_file(src, pid, m, path, sizeof(path));
 		if (stat(path, &st) || !S_ISREG(st.st_mode))
 			return 0;
 		key.dev = st.st_dev;
@@ -220,7 +223,7 @@ static uint32_t object_of(struct ktables *kt, pid_t pid, const struct proc_map *
 		    o->mtime_ns == key.mtime_ns)
 			return i;
 	}
-	ef = key.ino == KT_VDSO_INO ? open_vdso(pid, m) : elf_file_open(path);
+	ef = key.ino == KT_VDSO_INO ? open_vdso(src, pid, m) : target_open_elf(src, path);
 	if (!ef) {
 		kt->st.objects_failed++;
 		return 0;
@@ -252,7 +255,8 @@ static struct kt_pid *pid_slot(struct ktables *kt, pid_t pid)
 
 /* Fills kt->proc from the process's maps. 1 if the tables were reset on
  * the way (the entries made before point to dropped objects). */
-static int fill_proc(struct ktables *kt, pid_t pid, const struct proc_maps *maps)
+static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid,
+		     const struct proc_maps *maps)
 {
 	struct py_unwind_proc *p = &kt->proc;
 	uint64_t t0 = kt->st.resets;
@@ -270,7 +274,7 @@ static int fill_proc(struct ktables *kt, pid_t pid, const struct proc_maps *maps
 			kt->st.maps_dropped++;
 			continue;
 		}
-		id = object_of(kt, pid, m);
+		id = object_of(kt, src, pid, m);
 		if (kt->st.resets != t0)
 			return 1;
 		um = &p->m[p->n++];
@@ -285,7 +289,8 @@ static int fill_proc(struct ktables *kt, pid_t pid, const struct proc_maps *maps
 	return 0;
 }
 
-int ktables_load_pid(struct ktables *kt, pid_t pid, uint64_t now_ns, int force)
+int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
+		     uint64_t now_ns, int force)
 {
 	struct kt_pid *slot = pid_slot(kt, pid);
 	struct proc_maps maps;
@@ -296,11 +301,11 @@ int ktables_load_pid(struct ktables *kt, pid_t pid, uint64_t now_ns, int force)
 		kt->st.pid_throttled++;
 		return 0;
 	}
-	if (proc_maps_read(pid, &maps))
+	if (proc_maps_read(src, pid, &maps))
 		return -1;
 	/* After a reset the process's objects are loaded first; a second
 	 * reset means they alone do not fit. */
-	reset = fill_proc(kt, pid, &maps) && fill_proc(kt, pid, &maps);
+	reset = fill_proc(kt, src, pid, &maps) && fill_proc(kt, src, pid, &maps);
 	proc_maps_free(&maps);
 	slot = pid_slot(kt, pid);	/* a reset cleared the slots */
 	slot->pid = pid;

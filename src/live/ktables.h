@@ -28,15 +28,18 @@ struct ktables_stats {
 };
 
 struct ktables;
+struct target_src;
 
 /* The map fds of the loaded program; max_rows is unwind_rows' size. */
 struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, uint32_t max_rows);
 void ktables_free(struct ktables *kt);
 
-/* Loads the tables of every executable mapping of pid and writes its
- * mapping list. now_ns: CLOCK_MONOTONIC, for the reload throttle; force
- * ignores it. 0 on success. */
-int ktables_load_pid(struct ktables *kt, pid_t pid, uint64_t now_ns, int force);
+/* Loads the tables of every executable mapping of pid (its maps, memory
+ * and files read through src) and writes its mapping list. now_ns:
+ * CLOCK_MONOTONIC, for the reload throttle; force ignores it. 0 on
+ * success. */
+int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
+		     uint64_t now_ns, int force);
 
 /* The process is gone: deletes its mappings. */
 void ktables_forget_pid(struct ktables *kt, pid_t pid);

@@ -99,9 +99,10 @@ static uint64_t mono_ns(void);
 static void on_native_miss(void *ctx, int pid)
 {
 	struct session *s = ctx;
+	const struct py_target *t = s->kt ? targets_find(&s->ts, pid) : NULL;
 
-	if (s->kt)
-		ktables_load_pid(s->kt, pid, mono_ns(), 0);
+	if (t)
+		ktables_load_pid(s->kt, t->src, pid, mono_ns(), 0);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -144,7 +145,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 			fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 				t->pid, strerror(errno));
 		if (s->kt)
-			ktables_load_pid(s->kt, t->pid, mono_ns(), 1);
+			ktables_load_pid(s->kt, t->src, t->pid, mono_ns(), 1);
 		return;
 	}
 	if (event == 0) {
@@ -191,7 +192,7 @@ static int load_tables(struct session *s)
 		return -1;
 	}
 	for (size_t i = 0; i < s->ts.n; i++)
-		ktables_load_pid(s->kt, s->ts.v[i]->pid, mono_ns(), 1);
+		ktables_load_pid(s->kt, s->ts.v[i]->src, s->ts.v[i]->pid, mono_ns(), 1);
 	return 0;
 }
 
