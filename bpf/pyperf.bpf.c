@@ -109,6 +109,14 @@ static __always_inline void stat_inc(__u32 idx)
 		*v += 1;
 }
 
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += n;
+}
+
 static __always_inline int read_ptr(__u64 *dst, __u64 addr)
 {
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
@@ -683,14 +691,7 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 	s->h.native_end = w.end;
 	count_end(w.end);
 	s->h.native_n = (__u16)w.n;
-	if (w.n) {
-		__u64 *v;
-		__u32 k = STAT_NATIVE_FRAMES;
-
-		v = bpf_map_lookup_elem(&stats, &k);
-		if (v)
-			*v += w.n;
-	}
+	stat_add(STAT_NATIVE_FRAMES, w.n);
 	return w.n;
 }
 
@@ -762,9 +763,12 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.native_n = 0;
 	s->h.native_end = 0;
 	if (stack_bytes && unwind_mode != PY_UNWIND_USER) {
+		__u64 t0 = bpf_ktime_get_ns();
+
 		if ((__s64)ip < 0)
 			s->h.flags |= SAMPLE_F_KERNEL;
 		npcs = unwind_native(s, tgid, w.n);
+		stat_add(STAT_NATIVE_NS, bpf_ktime_get_ns() - t0);
 	}
 	s->h.stack_len = stack_bytes && unwind_mode != PY_UNWIND_KERNEL ?
 			 copy_user_stack(ip, s, w.n, npcs) : 0;
@@ -777,11 +781,13 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	}
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, size, wakeup_flag())) {
+	if (bpf_ringbuf_output(&events, s, size, wakeup_flag()))
 		stat_inc(STAT_LOST);
-		return 0;
-	}
-	stat_inc(STAT_SENT);
+	else
+		stat_inc(STAT_SENT);
+	/* The program's cost on target samples alone: bpf_stats also counts
+	 * the early returns on every other process's events. */
+	stat_add(STAT_TARGET_NS, bpf_ktime_get_ns() - s->h.time_ns);
 	return 0;
 }
 

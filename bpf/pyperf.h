@@ -180,6 +180,9 @@ enum pyperf_stat {
 	STAT_NATIVE_END_NO_MAP,	/* pc in no loaded mapping */
 	STAT_NATIVE_END_READ,
 	STAT_NATIVE_END_BAD,	/* the stack did not grow, bad frame pointer */
+	STAT_TARGET_NS,		/* ns spent on target samples (from the
+				 * header's time to the record's output) */
+	STAT_NATIVE_NS,		/* ns of that in the native walk */
 	STAT__COUNT,
 };
 

@@ -767,6 +767,11 @@ static void print_summary(struct session *s)
 		s->bpf_stats[STAT_NO_TSTATE], s->bpf_stats[STAT_READ_ERR],
 		s->bpf_stats[STAT_TRUNCATED], s->bpf_stats[STAT_VMA_ERR],
 		s->bpf_stats[STAT_STACK_READ_ERR], s->bpf_stats[STAT_STACK_PARTIAL]);
+	fprintf(stderr, "pyperf-pprof: bpf time: %.2f us per target sample (%.2f us of it in the native walk)\n",
+		s->bpf_stats[STAT_EVENTS] ? (double)s->bpf_stats[STAT_TARGET_NS] / 1e3 /
+		(double)s->bpf_stats[STAT_EVENTS] : 0.0,
+		s->bpf_stats[STAT_EVENTS] ? (double)s->bpf_stats[STAT_NATIVE_NS] / 1e3 /
+		(double)s->bpf_stats[STAT_EVENTS] : 0.0);
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 "\n", ps.hits, ps.misses,
 		ps.evictions, ps.stale, ps.errors);
