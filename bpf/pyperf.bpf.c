@@ -438,6 +438,13 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PY_UNWIND_MAX_PAGES);	/* 1 unless --unwind kernel */
+	__type(key, __u32);
+	__type(value, __u32);
+} unwind_pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, PY_UNWIND_MAX_OBJS);
 	__type(key, __u32);
 	__type(value, struct py_unwind_obj);
@@ -504,12 +511,30 @@ __noinline long find_row(__u32 obj, __u64 rel)
 {
 	const struct py_unwind_obj *o = bpf_map_lookup_elem(&unwind_objs, &obj);
 	const struct py_unwind_row *r;
-	__u32 lo, hi, mid;
+	__u32 lo, hi, mid, p, base;
+	const __u32 *pg;
 
-	if (!o || !o->count || rel > 0xffffffffULL)
+	if (!o || !o->count || !o->page_count || rel > 0xffffffffULL)
 		return -1;
-	lo = o->first;
+	if ((rel >> PY_UNWIND_PAGE_SHIFT) < o->page_base)
+		return -1;	/* before the first row */
+	p = (__u32)(rel >> PY_UNWIND_PAGE_SHIFT) - o->page_base;
 	hi = o->first + o->count;
+	if (p >= o->page_count) {
+		p = o->page_count - 1;	/* past the last page: its rows on */
+	} else if (p + 1 < o->page_count) {
+		base = o->page_first + p + 1;
+		pg = bpf_map_lookup_elem(&unwind_pages, &base);
+		if (!pg)
+			return -1;
+		hi = *pg + 1;
+	}
+	base = o->page_first + p;
+	pg = bpf_map_lookup_elem(&unwind_pages, &base);
+	if (!pg)
+		return -1;
+	lo = *pg;
+	base = lo;
 	for (int k = 0; k < PY_UNWIND_ROW_SEARCH && lo < hi; k++) {
 		mid = lo + (hi - lo) / 2;
 		r = bpf_map_lookup_elem(&unwind_rows, &mid);
@@ -520,8 +545,8 @@ __noinline long find_row(__u32 obj, __u64 rel)
 		else
 			hi = mid;
 	}
-	if (lo <= o->first)
-		return -1;
+	if (lo <= base)
+		return -1;	/* no row at or before rel */
 	return lo - 1;
 }
 

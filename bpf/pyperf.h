@@ -368,9 +368,21 @@ struct py_unwind_row {
 	__u8 plt_thr;
 };
 
+/* A binary search over an object's rows (64k for libpython) misses the
+ * cache at every step: a page index narrows it first. pages[k] (in
+ * "unwind_pages", from page_first) is the row covering the start of the
+ * object's k-th PY_UNWIND_PAGE_SHIFT page from page_base; the rows of an
+ * address lie between its page's entry and the next page's. */
+#define PY_UNWIND_PAGE_SHIFT	10
+#define PY_UNWIND_MAX_PAGES	(1u << 19)	/* 512 MiB of code */
+
 struct py_unwind_obj {
 	__u32 first;		/* index in unwind_rows */
 	__u32 count;
+	__u32 page_first;	/* index in unwind_pages */
+	__u32 page_count;
+	__u32 page_base;	/* first row's address >> PY_UNWIND_PAGE_SHIFT */
+	__u32 _pad;
 };
 
 struct py_unwind_map {

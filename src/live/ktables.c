@@ -46,8 +46,9 @@ struct kt_pid {
 };
 
 struct ktables {
-	int rows_fd, objs_fd, procs_fd;
+	int rows_fd, objs_fd, procs_fd, pages_fd;
 	uint32_t max_rows, next_row;
+	uint32_t next_page;
 	struct kt_obj obj[PY_UNWIND_MAX_OBJS];	/* [0] unused: id 0 = none */
 	struct kt_pid pids[KT_PIDS];
 	struct ktables_stats st;
@@ -62,7 +63,8 @@ static uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, uint32_t max_rows)
+struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, int pages_fd,
+			    uint32_t max_rows)
 {
 	struct ktables *kt = calloc(1, sizeof(*kt));
 
@@ -71,6 +73,7 @@ struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, uint32_t max
 	kt->rows_fd = rows_fd;
 	kt->objs_fd = objs_fd;
 	kt->procs_fd = procs_fd;
+	kt->pages_fd = pages_fd;
 	kt->max_rows = max_rows;
 	return kt;
 }
@@ -94,6 +97,7 @@ static void reset_all(struct ktables *kt)
 	memset(kt->obj, 0, sizeof(kt->obj));
 	memset(kt->pids, 0, sizeof(kt->pids));
 	kt->next_row = 0;
+	kt->next_page = 0;
 	kt->st.rows = 0;
 	kt->st.resets++;
 	while (bpf_map_get_next_key(kt->procs_fd, NULL, &next) == 0) {
@@ -103,28 +107,78 @@ static void reset_all(struct ktables *kt)
 	}
 }
 
+/* Writes v[0..n) to a BPF array from index first: one batch, or one
+ * update per element on kernels without batch operations. */
+static int upload(int fd, const void *v, size_t size, size_t n, uint32_t first)
+{
+	__u32 *keys, count = (__u32)n;
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		keys[i] = first + (uint32_t)i;
+	if (bpf_map_update_batch(fd, keys, v, &count, NULL))
+		for (size_t i = 0; i < n && !rc; i++)
+			rc = bpf_map_update_elem(fd, &keys[i], (const char *)v + i * size, BPF_ANY);
+	free(keys);
+	return rc;
+}
+
+/* The page index of a table whose rows go to index first (bpf/pyperf.h):
+ * per page from the first row's, the row covering the page's start. */
+static int upload_pages(struct ktables *kt, const struct ut_table *t, uint32_t first,
+			struct py_unwind_obj *bo)
+{
+	uint32_t base = (uint32_t)(t->rows[0].start >> PY_UNWIND_PAGE_SHIFT);
+	uint32_t n = (uint32_t)(t->rows[t->n - 1].start >> PY_UNWIND_PAGE_SHIFT) - base + 1;
+	__u32 *pg;
+	size_t j = 0;
+	int rc;
+
+	if (kt->next_page + n > PY_UNWIND_MAX_PAGES)
+		return 1;
+	pg = malloc(n * sizeof(*pg));
+	if (!pg)
+		return -1;
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t start = (uint64_t)(base + k) << PY_UNWIND_PAGE_SHIFT;
+
+		while (j + 1 < t->n && t->rows[j + 1].start <= start)
+			j++;
+		pg[k] = first + (uint32_t)j;
+	}
+	rc = upload(kt->pages_fd, pg, sizeof(*pg), n, kt->next_page);
+	free(pg);
+	if (rc)
+		return -1;
+	bo->page_first = kt->next_page;
+	bo->page_count = n;
+	bo->page_base = base;
+	kt->next_page += n;
+	return 0;
+}
+
 /* Writes rows [first, first + n) of the BPF array. */
 static int upload_rows(struct ktables *kt, const struct ut_table *t, uint32_t first)
 {
 	struct py_unwind_row *v = malloc(t->n * sizeof(*v));
-	__u32 *keys = malloc(t->n * sizeof(*keys)), count = (__u32)t->n;
-	int rc = 0;
+	int rc;
 
-	for (size_t i = 0; v && keys && i < t->n; i++) {
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
 		const struct ut_row *r = &t->rows[i];
 
-		keys[i] = first + (uint32_t)i;
 		v[i] = (struct py_unwind_row){ .pc = (__u32)r->start, .cfa_off = r->cfa_off,
 			.rbp_off = r->rbp_off, .kind = (__u8)(r->cfa | r->rbp << 4),
 			.plt_thr = r->plt_thr };
 	}
-	if (!v || !keys)
-		rc = -1;
-	else if (bpf_map_update_batch(kt->rows_fd, keys, v, &count, NULL))
-		for (size_t i = 0; i < t->n && !rc; i++)	/* kernels without batch ops */
-			rc = bpf_map_update_elem(kt->rows_fd, &keys[i], &v[i], BPF_ANY);
+	rc = upload(kt->rows_fd, v, sizeof(*v), t->n, first);
 	free(v);
-	free(keys);
 	return rc;
 }
 
@@ -153,13 +207,16 @@ static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct
 	 * by frame pointers, as do objects without CFI. */
 	if (t.n && t.rows[t.n - 1].start > UINT32_MAX)
 		t.n = 0;
-	if (t.n && kt->next_row + t.n > kt->max_rows)
+	if (t.n && (kt->next_row + t.n > kt->max_rows ||
+		    kt->next_page + ((t.rows[t.n - 1].start - t.rows[0].start) >>
+				     PY_UNWIND_PAGE_SHIFT) + 2 > PY_UNWIND_MAX_PAGES))
 		reset_all(kt);	/* ut_build_elf kept t.n <= max_rows */
 	o = &kt->obj[id];
 	*o = *key;
 	o->used = 1;
 	o->nseg = elf_file_segments(ef, o->seg, KT_SEGS);
-	if (t.n && t.n <= kt->max_rows && upload_rows(kt, &t, kt->next_row) == 0) {
+	if (t.n && t.n <= kt->max_rows && upload_rows(kt, &t, kt->next_row) == 0 &&
+	    upload_pages(kt, &t, kt->next_row, &bo) == 0) {
 		bo.first = kt->next_row;
 		bo.count = (__u32)t.n;
 		kt->next_row += (uint32_t)t.n;

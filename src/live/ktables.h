@@ -31,7 +31,8 @@ struct ktables;
 struct target_src;
 
 /* The map fds of the loaded program; max_rows is unwind_rows' size. */
-struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, uint32_t max_rows);
+struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, int pages_fd,
+			    uint32_t max_rows);
 void ktables_free(struct ktables *kt);
 
 /* Loads the tables of every executable mapping of pid (its maps, memory

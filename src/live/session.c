@@ -186,7 +186,8 @@ static int load_tables(struct session *s)
 		return 0;
 	s->kt = ktables_new(bpf_map__fd(s->skel->maps.unwind_rows),
 			    bpf_map__fd(s->skel->maps.unwind_objs),
-			    bpf_map__fd(s->skel->maps.unwind_procs), PY_UNWIND_MAX_ROWS);
+			    bpf_map__fd(s->skel->maps.unwind_procs),
+			    bpf_map__fd(s->skel->maps.unwind_pages), PY_UNWIND_MAX_ROWS);
 	if (!s->kt) {
 		fprintf(stderr, "pyperf-pprof: out of memory for the unwind tables\n");
 		return -1;
@@ -222,6 +223,7 @@ static int load_bpf(struct session *s)
 		/* No tables: do not allocate them. */
 		bpf_map__set_max_entries(s->skel->maps.unwind_rows, 1);
 		bpf_map__set_max_entries(s->skel->maps.unwind_objs, 1);
+		bpf_map__set_max_entries(s->skel->maps.unwind_pages, 1);
 		bpf_map__set_max_entries(s->skel->maps.unwind_procs, 1);
 	} else {
 		bpf_map__set_max_entries(s->skel->maps.unwind_procs, TARGETS_MAX);
