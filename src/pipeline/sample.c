@@ -254,6 +254,7 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	if (not_loaded && n < UNWIND_MAX_FRAMES) {
 		k->nloc[n] = synthetic(k, "[native: mapping not loaded yet]");
 		k->neval[n] = 0;
+		k->nhide[n] = 0;
 		if (k->nloc[n])
 			n++;
 	}

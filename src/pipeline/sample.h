@@ -78,11 +78,10 @@ struct sample_sink {
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
 	uint64_t period_ns;			/* wall mode: counts = weight / period */
 	struct offcpu offcpu[OFFCPU_MAX];
-	struct nsym_ctx *nsym;
+	struct nsym_ctx *nsym;			/* NULL: Python frames only */
 	int all_native;				/* 1: no native_filter */
 	const struct ksym_table *ksym;		/* --kernel: names of kernel frames */
 	struct symgap gaps;			/* unnamed native frames per object */
-	struct nsym_ctx *nsym;			/* NULL: Python frames only */
 	/* --unwind kernel: a record whose BPF walk met no loaded mapping
 	 * asks for the process's tables to be (re)loaded. */
 	void (*native_miss)(void *ctx, int pid);
