@@ -42,6 +42,7 @@
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
+#define TASKCACHE_ENTRIES	2048	/* threads whose asyncio task is kept */
 #define POLL_MS			25	/* records wait at most this long: a
 					 * short-lived target may exit, and
 					 * its memory go, soon after a sample */
@@ -161,6 +162,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	record_forget(s->rec, t);	/* --record: replay drops its caches here too */
 	pysym_forget_pid(s->sink.syms, t->pid);
 	pythread_forget_pid(s->sink.threads, t->pid);
+	pyasyncio_forget_pid(s->sink.tasks, t->pid);
 	if (s->sink.objs)
 		objcache_forget_pid(s->sink.objs, t->pid);
 }
@@ -633,7 +635,8 @@ static int setup_profile(struct session *s)
 	s->sink.prof = new_profile(s);
 	s->sink.syms = pysym_cache_new(SYMCACHE_ENTRIES);
 	s->sink.threads = pythread_cache_new(THREADCACHE_ENTRIES);
-	if (!s->sink.prof || !s->sink.syms || !s->sink.threads)
+	s->sink.tasks = pyasyncio_cache_new(TASKCACHE_ENTRIES);
+	if (!s->sink.prof || !s->sink.syms || !s->sink.threads || !s->sink.tasks)
 		return -1;
 	if (s->cfg->kernel) {
 		char err[512];
@@ -722,6 +725,17 @@ symbols:
 	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
 
+static void print_task_stats(const struct session *s)
+{
+	struct pyasyncio_stats a;
+
+	pyasyncio_get_stats(s->sink.tasks, &a);
+	fprintf(stderr, "pyperf-pprof: asyncio tasks: labelled=%" PRIu64 " hits=%" PRIu64
+		" lookups=%" PRIu64 " mismatches=%" PRIu64 " evictions=%" PRIu64
+		" refusals=%" PRIu64 "\n", a.labelled, a.hits, a.lookups, a.mismatches,
+		a.evictions, a.refusals);
+}
+
 /* Objects whose native frames mostly stay unnamed: what to install. */
 static void print_symbol_gaps(struct session *s)
 {
@@ -781,6 +795,7 @@ static void print_summary(struct session *s)
 	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
 		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64
 		"\n", ts.hits, ts.lookups, ts.failures, ts.resolves, ts.evictions);
+	print_task_stats(s);
 	if (s->sink.nsym)
 		print_native_stats(s);
 }
@@ -897,6 +912,7 @@ static void cleanup(struct session *s)
 	free(s->event_fds);
 	pysym_cache_free(s->sink.syms);
 	pythread_cache_free(s->sink.threads);
+	pyasyncio_cache_free(s->sink.tasks);
 	unwind_ctx_free(s->sink.unw);
 	nsym_ctx_free(s->sink.nsym);
 	objcache_free(s->sink.objs);

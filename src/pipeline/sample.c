@@ -359,10 +359,10 @@ static void count_thread(struct sample_sink *k, uint32_t tid)
 
 /* Adds one stack with all its labels. */
 static int add_labeled(struct sample_sink *k, const struct py_target *t, const uint64_t *locs,
-		       size_t n, uint32_t pid, uint32_t tid, const char *tname, uint32_t flags,
-		       int64_t count, int64_t weight)
+		       size_t n, uint32_t pid, uint32_t tid, const char *tname, const char *task,
+		       uint32_t flags, int64_t count, int64_t weight)
 {
-	struct profile_label labels[8];
+	struct profile_label labels[9];
 	int64_t values[2] = { count, weight };
 	size_t nl = 5;
 
@@ -382,6 +382,8 @@ static int add_labeled(struct sample_sink *k, const struct py_target *t, const u
 		labels[nl++] = (struct profile_label){ .key = "cmdline", .str = t->cmdline };
 	if (t->container_id[0])
 		labels[nl++] = (struct profile_label){ .key = "container_id", .str = t->container_id };
+	if (task && task[0])
+		labels[nl++] = (struct profile_label){ .key = "asyncio_task", .str = task };
 	return profile_add_sample(k->prof, locs, n, labels, nl, values);
 }
 
@@ -422,7 +424,7 @@ static void offcpu_clear(struct sample_sink *k, struct offcpu *o)
 
 /* A thread left the CPU: keep its stack until it returns. */
 static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t n,
-			const char *tname)
+			const char *tname, const char *task)
 {
 	struct offcpu *o = offcpu_slot(k, s->h.tid, 1);
 
@@ -443,6 +445,7 @@ static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t
 	o->flags = s->h.flags;
 	o->start_ns = s->h.time_ns;
 	snprintf(o->tname, sizeof(o->tname), "%s", tname);
+	snprintf(o->task, sizeof(o->task), "%s", task ? task : "");
 	return 0;
 }
 
@@ -455,8 +458,8 @@ static int offcpu_end(struct sample_sink *k, const struct py_target *t, struct o
 	int r = 0;
 
 	if (w > 0)
-		r = add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname, o->flags,
-				count, w);
+		r = add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname, o->task,
+				o->flags, count, w);
 	offcpu_clear(k, o);
 	return r;
 }
@@ -482,7 +485,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	       size_t size)
 {
 	const struct py_sample *s = rec;
-	const char *tname = NULL;
+	const char *tname = NULL, *task = NULL;
 	char comm[PYPERF_COMM_LEN + 1];
 	size_t n = 0, np = 0, nn;
 
@@ -530,8 +533,12 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	comm[PYPERF_COMM_LEN] = '\0';
 	if (k->threads && s->h.tstate)
 		tname = pythread_cache_name(k->threads, t, s->h.tstate, s->h.time_ns);
+	/* python_frames() left the frames' code objects in k->codes. */
+	if (k->tasks && s->h.tstate)
+		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
+					    s->h.nframes, s->h.time_ns);
 	if (s->h.flags & SAMPLE_F_OFFCPU)
-		return offcpu_start(k, s, n, tname ? tname : comm);
-	return add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm,
+		return offcpu_start(k, s, n, tname ? tname : comm, task);
+	return add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm, task,
 			   s->h.flags, 1, (int64_t)s->h.period);
 }

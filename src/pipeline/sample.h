@@ -17,6 +17,7 @@
 #include "unwind.h"
 #include "pysym.h"
 #include "pythread.h"
+#include "pyasyncio.h"
 #include "pyversion.h"
 
 struct sample_counts {
@@ -67,12 +68,14 @@ struct offcpu {
 	uint64_t *locs;
 	size_t n;
 	char tname[64];
+	char task[PYASYNCIO_LABEL_MAX];	/* "": no asyncio task */
 };
 
 struct sample_sink {
 	struct profile *prof;
 	struct pysym_cache *syms;
 	struct pythread_cache *threads;		/* Python thread names */
+	struct pyasyncio_cache *tasks;		/* asyncio task labels; NULL: none */
 	struct sample_counts n;
 	struct objcache *objs;			/* native objects of unw and nsym */
 	struct unwind_ctx *unw;			/* NULL: Python frames only */

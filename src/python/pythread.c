@@ -966,3 +966,82 @@ int pythread_gil_locate(const struct py_target *t, struct pythread_gil *g)
 		g->current_addr = t->runtime_addr + t->layout.runtime_gil_holder;
 	return g->holder_addr || g->current_addr ? 0 : -1;
 }
+
+/* ---- readers shared with other modules (pythread.h) ------------------ */
+
+int pythread_tstate_ident(const struct py_target *t, uint64_t tstate, uint64_t *interp,
+			  uint64_t *ident)
+{
+	struct ctx c;
+
+	if (ctx_init(&c, t))
+		return -1;
+	return read_tstate(&c, tstate, interp, ident);
+}
+
+uint64_t pythread_module_attr(const struct py_target *t, struct pythread_seen *seen,
+			      uint64_t interp, const char *module, const char *name)
+{
+	struct ctx c;
+	uint64_t modules, mod, mdict;
+
+	if (ctx_init(&c, t) || !interp)
+		return 0;
+	modules = rd_ptr(&c, interp + c.o.interp_modules);
+	if (!modules)
+		return 0;
+	seen->dict_type = rd_ptr(&c, modules + t->layout.code.ob_type);
+	mod = dict_get_str(&c, modules, module, NULL, &seen->str_type);
+	mdict = mod ? rd_ptr(&c, mod + c.o.module_dict) : 0;
+	return mdict ? dict_get_str(&c, mdict, name, NULL, NULL) : 0;
+}
+
+int pythread_dict_items(const struct py_target *t, const struct pythread_seen *seen,
+			uint64_t dict, uint64_t *keys, uint64_t *values, size_t max)
+{
+	struct dview v;
+	struct ctx c;
+	uint64_t type = 0;
+	size_t n = 0;
+
+	if (ctx_init(&c, t) || !seen->dict_type || dict_view(&c, dict, &v, &type))
+		return -1;
+	if (type != seen->dict_type) {
+		dview_free(&v);
+		return -1;
+	}
+	for (uint64_t i = 0; i < v.nentries && n < max; i++) {
+		uint64_t value = ent_value(&c, &v, i);
+
+		if (!value)
+			continue;
+		keys[n] = ent_key(&v, i);
+		values[n++] = value;
+	}
+	dview_free(&v);
+	return (int)n;
+}
+
+uint64_t pythread_instance_attr(const struct py_target *t, struct pythread_seen *seen,
+				uint64_t obj, const char *name, uint64_t *hint)
+{
+	struct istate is = { .str_type = seen->str_type, .dict_type = seen->dict_type };
+	struct ctx c;
+	uint64_t v;
+
+	if (ctx_init(&c, t))
+		return 0;
+	v = instance_attr(&c, &is, obj, name, hint);
+	if (is.str_type)
+		seen->str_type = is.str_type;
+	return v;
+}
+
+int pythread_int_equals(const struct py_target *t, uint64_t obj, uint64_t value)
+{
+	struct ctx c;
+
+	if (ctx_init(&c, t) || !obj || (obj & 7))
+		return 0;
+	return long_equals(&c, obj, value);
+}

@@ -131,6 +131,7 @@ static void on_forget(struct replayer *rp, const struct rec_event *e)
 		return;
 	pysym_forget_pid(k->syms, (int)pid);
 	pythread_forget_pid(k->threads, (int)pid);
+	pyasyncio_forget_pid(k->tasks, (int)pid);
 	if (k->objs)
 		objcache_forget_pid(k->objs, (int)pid);
 	for (i = 0; i < rp->n; i++)
@@ -276,7 +277,8 @@ static int setup(struct replayer *rp, int all_native)
 	k->prof = new_profile(m);
 	k->syms = pysym_cache_new(syms);
 	k->threads = pythread_cache_new(threads);
-	if (!k->prof || !k->syms || !k->threads)
+	k->tasks = pyasyncio_cache_new(threads);
+	if (!k->prof || !k->syms || !k->threads || !k->tasks)
 		return -1;
 	if (!m->stack_bytes)
 		return 0;
@@ -295,6 +297,7 @@ static void teardown(struct replayer *rp)
 			free(k->offcpu[i].locs);
 		pysym_cache_free(k->syms);
 		pythread_cache_free(k->threads);
+		pyasyncio_cache_free(k->tasks);
 		if (k->objs && rp->verbose > 0) {
 			char objs[512];
 

@@ -1,0 +1,675 @@
+/*
+ * The asyncio task a thread runs, from user space.
+ *
+ * CPython 3.7 to 3.13 keep "the task each loop is running" in one dict,
+ * _asyncio._current_tasks {loop: task} (the C accelerator's; module
+ * state from 3.12), which asyncio.tasks re-exports as _current_tasks (the
+ * pure-Python fallback keeps its own dict there). A task is in it only
+ * while one of its steps runs. A loop's instance attribute _thread_id is
+ * threading.get_ident() of the thread running it, i.e. the thread state's
+ * thread_id. So for a thread:
+ *
+ *   sys.modules["asyncio.tasks"].__dict__["_current_tasks"]  (found once)
+ *     -> the entry whose loop has _thread_id == tstate->thread_id
+ *     -> the task -> its name and its coroutine's __qualname__ and code.
+ *
+ * Dicts, attributes and ints are read by pythread.c's readers. The C
+ * Task (TaskObj of _asyncio) and the coroutine (PyCoroObject) are read
+ * at the offsets below; the Task type found through a task's tp_base
+ * chain ("_asyncio.Task") and the coroutine type ("coroutine") must have
+ * the tp_basicsize the table says, or the process gets no labels (a
+ * patch release that moved a field is refused, not misread). A Task
+ * class without _asyncio.Task in its bases (asyncio.tasks._PyTask) is
+ * read through its instance attributes _name and _coro.
+ */
+#include "pyasyncio.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pysym.h"
+#include "pythread.h"
+#include "setcache.h"
+#include "target_src.h"
+
+#define NO16		PYPERF_NO_FIELD
+#define WAYS		4
+#define NPROCS		16	/* interpreters remembered per cache */
+#define NTYPES		16	/* classified types remembered per interpreter */
+#define NRECENT		4	/* tasks remembered per thread */
+#define NLOOPS		4	/* loops remembered per thread */
+#define MAX_LOOPS	64	/* _current_tasks entries read, at most */
+#define MAX_BASES	16	/* tp_base links followed, at most */
+#define TYPE_NAME_MAX	24
+#define TASK_READ	256	/* task object bytes read at once */
+#define NAME_MAX_READ	64	/* bytes of a task name or qualname kept */
+/* A process without asyncio.tasks in sys.modules is looked at again
+ * after RETRY_NS, and searched only if sys.modules changed size. */
+#define RETRY_NS	100000000ull
+
+/*
+ * From `gdb -batch -ex 'ptype/o TaskObj'` on the pyenv builds'
+ * lib/python3.X/lib-dynload/_asyncio.cpython-3X*.so and `ptype/o
+ * PyCoroObject`, `ptype/o struct _PyInterpreterFrame`, `ptype/o struct
+ * _typeobject` on their libpython3.X.so (3.7.16 3.8.18 3.9.18 3.10.13
+ * 3.11.7 3.12.1 3.13.0). coro_size is sizeof(PyCoroObject) up to 3.10,
+ * offsetof(cr_iframe) + offsetof(_PyInterpreterFrame, localsplus) from
+ * 3.11 (a coroutine is variable-size there); both equal
+ * types.CoroutineType.__basicsize__. tests/check-asyncio-offsets.sh
+ * re-derives every row from the DWARF.
+ */
+static const struct pyasyncio_layout layouts[] = {
+	/* minor size coro name  corosz code qual iframe tp_base */
+	{ 7,  136, 112, NO16, 104, 32,   56, NO16, 256 },
+	{ 8,  144, 112, 120,  104, 32,   56, NO16, 256 },
+	{ 9,  184, 152, 160,  104, 32,   56, NO16, 256 },
+	{ 10, 192, 160, 168,  96,  24,   48, NO16, 256 },
+	{ 11, 176, 136, 144,  152, 16,   40, 80,   256 },
+	{ 12, 176, 136, 144,  144, NO16, 32, 72,   256 },
+	{ 13, 144, 120, 128,  144, NO16, 32, 72,   256 },
+};
+
+const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor)
+{
+	if (major != 3)
+		return NULL;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		if (layouts[i].minor == minor)
+			return &layouts[i];
+	return NULL;
+}
+
+/* ---- labels ---------------------------------------------------------- */
+
+int pyasyncio_default_name(const char *s)
+{
+	if (strncmp(s, "Task-", 5) || !s[5])
+		return 0;
+	for (s += 5; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+void pyasyncio_format(char *buf, size_t len, const char *name, int is_default,
+		      const char *qualname)
+{
+	if (!len)
+		return;
+	if (name && name[0] && !is_default)
+		snprintf(buf, len, "%s", name);
+	else if (qualname && qualname[0])
+		snprintf(buf, len, "Task-* (%s)", qualname);
+	else
+		snprintf(buf, len, "Task-*");
+}
+
+/* ---- per interpreter ------------------------------------------------- */
+
+enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_TASK_PY, TK_BAD };
+
+struct aproc {
+	int pid;			/* 0: empty */
+	uint64_t start_time;
+	uint64_t interp;
+	struct pythread_seen seen;
+	uint64_t current_tasks;		/* the dict; 0: not found yet */
+	uint64_t retry_ns;		/* no search for it before this */
+	int64_t modules_used;		/* len(sys.modules) at the last search */
+	int confirmed;			/* current_tasks has held a task */
+	uint64_t check_ns, check_gap;	/* unconfirmed: search again then */
+	int refused;			/* a Task or coroutine type of the wrong size */
+	uint64_t tid_hint, name_hint, coro_hint;	/* attribute key objects */
+	struct { uint64_t type; uint8_t kind; } types[NTYPES];
+	unsigned next_type;
+	int warned;
+	uint32_t age;
+};
+
+/* One read of a target: the cache's whole view of it. */
+struct ctx {
+	const struct py_target *t;
+	const struct pyasyncio_layout *l;
+	struct aproc *ap;
+	uint64_t *refusals;
+	struct py_object_offsets o;	/* pythread_offsets(): complete for
+					 * _Py_DebugOffsets layouts too */
+};
+
+static int rd(const struct ctx *x, uint64_t addr, void *buf, size_t len)
+{
+	return target_read(x->t->src, x->t->pid, addr, buf, len);
+}
+
+/* A pointer field; 0 for NULL, misaligned or unreadable. */
+static uint64_t rd_ptr(const struct ctx *x, uint64_t addr)
+{
+	uint64_t v = 0;
+
+	if (!addr || rd(x, addr, &v, sizeof(v)) || (v & 7))
+		return 0;
+	return v;
+}
+
+/* The type's tp_name, NUL-terminated, at most TYPE_NAME_MAX - 1 bytes. */
+static int type_name(const struct ctx *x, uint64_t type, char *buf)
+{
+	uint64_t p = 0;
+
+	if (rd(x, type + x->t->layout.code.type_name, &p, sizeof(p)) || !p)
+		return -1;
+	/* A C string near the end of a mapping: retry shorter. */
+	for (size_t n = TYPE_NAME_MAX - 1; n >= 8; n /= 2) {
+		if (rd(x, p, buf, n) == 0) {
+			buf[n] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int64_t type_size(const struct ctx *x, uint64_t type)
+{
+	int64_t v = -1;
+
+	if (rd(x, type + x->o.type_basicsize, &v, sizeof(v)))
+		return -1;
+	return v;
+}
+
+static void refuse(const struct ctx *x, const char *what, int64_t size, unsigned want)
+{
+	(*x->refusals)++;
+	x->ap->refused = 1;
+	if (x->ap->warned++)
+		return;
+	fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s is %lld bytes, the %u.%u table says %u (a layout this build does not know)\n",
+		x->t->pid, what, (long long)size, x->t->major, x->t->minor, want);
+}
+
+static enum tkind classify_uncached(const struct ctx *x, uint64_t type)
+{
+	char name[TYPE_NAME_MAX];
+	int64_t size;
+
+	if (type_name(x, type, name))
+		return TK_NONE;
+	if (!strcmp(name, "str"))
+		return TK_STR;
+	if (!strcmp(name, "int"))
+		return TK_INT;
+	if (!strcmp(name, "coroutine")) {
+		size = type_size(x, type);
+		if (size == x->l->coro_size)
+			return TK_CORO;
+		refuse(x, "the coroutine type", size, x->l->coro_size);
+		return TK_BAD;
+	}
+	for (int i = 0; i < MAX_BASES && type; i++) {
+		if (i && type_name(x, type, name))
+			return TK_NONE;
+		if (!strcmp(name, "_asyncio.Task")) {
+			size = type_size(x, type);
+			if (size == x->l->task_size)
+				return TK_TASK_C;
+			refuse(x, "_asyncio.Task", size, x->l->task_size);
+			return TK_BAD;
+		}
+		type = rd_ptr(x, type + x->l->type_base);
+	}
+	return TK_OTHER;
+}
+
+/* What the object at obj is, by its type (remembered per interpreter). */
+static enum tkind classify(const struct ctx *x, uint64_t obj)
+{
+	struct aproc *ap = x->ap;
+	uint64_t type = obj ? rd_ptr(x, obj + x->t->layout.code.ob_type) : 0;
+	enum tkind k;
+
+	if (!type)
+		return TK_NONE;
+	for (int i = 0; i < NTYPES; i++)
+		if (ap->types[i].type == type)
+			return (enum tkind)ap->types[i].kind;
+	k = classify_uncached(x, type);
+	if (k != TK_NONE) {
+		ap->types[ap->next_type % NTYPES].type = type;
+		ap->types[ap->next_type++ % NTYPES].kind = (uint8_t)k;
+	}
+	return k;
+}
+
+/* ---- tasks ----------------------------------------------------------- */
+
+/* A task as read from the target, and its label. */
+struct recent {
+	uint64_t task, name, coro;	/* task 0: empty slot */
+	uint64_t code;			/* the coroutine's code object; 0: unknown */
+	char label[PYASYNCIO_LABEL_MAX];
+};
+
+/* The name and coroutine objects of task. 0 on success. */
+static int task_fields(const struct ctx *x, uint64_t task, uint64_t *name, uint64_t *coro)
+{
+	const struct pyasyncio_layout *l = x->l;
+	uint8_t b[TASK_READ];
+	enum tkind k = classify(x, task);
+
+	*name = *coro = 0;
+	if (k == TK_TASK_C) {
+		size_t end = (l->task_name != NO16 && l->task_name > l->task_coro ?
+			      l->task_name : l->task_coro) + 8u;
+
+		if (end > sizeof(b) || rd(x, task, b, end))
+			return -1;
+		memcpy(coro, b + l->task_coro, 8);
+		if (l->task_name != NO16)
+			memcpy(name, b + l->task_name, 8);
+		return (*coro & 7) || (*name & 7) ? -1 : 0;
+	}
+	if (k != TK_OTHER)
+		return -1;
+	/* asyncio.tasks._PyTask, or a Task-like object of a task factory. */
+	*name = pythread_instance_attr(x->t, &x->ap->seen, task, "_name", &x->ap->name_hint);
+	*coro = pythread_instance_attr(x->t, &x->ap->seen, task, "_coro", &x->ap->coro_hint);
+	return *coro ? 0 : -1;
+}
+
+/*
+ * The coroutine's code object into *code and __qualname__ into q ("" if
+ * unknown). An awaitable that is not a coroutine (a generator-based or
+ * Cython one) has no code here (*code 0: its samples are not checked).
+ * -1 when a coroutine's fields are unreadable.
+ */
+static int coro_info(const struct ctx *x, uint64_t coro, uint64_t *code, char *q,
+		     size_t len)
+{
+	const struct pyasyncio_layout *l = x->l;
+	const struct py_walk_offsets *w = &x->t->layout.walk;
+	enum tkind k = classify(x, coro);
+	uint64_t qual;
+
+	q[0] = '\0';
+	*code = 0;
+	if (k != TK_CORO)
+		return k == TK_OTHER ? 0 : -1;
+	qual = rd_ptr(x, coro + l->cr_qualname);
+	if (qual && classify(x, qual) == TK_STR && pysym_read_str(x->t, qual, q, len))
+		q[0] = '\0';
+	if (l->cr_code != NO16) {
+		*code = rd_ptr(x, coro + l->cr_code);
+	} else if (l->cr_iframe != NO16 && rd(x, coro + l->cr_iframe + w->frame_code,
+					      code, sizeof(*code)) == 0) {
+		*code &= ~(uint64_t)w->code_tag_mask;
+		*code = *code & 7 ? 0 : *code;
+	}
+	return *code ? 0 : -1;
+}
+
+/* Reads task into r: its label and its coroutine's code. 0 on success. */
+static int task_read(const struct ctx *x, uint64_t task, uint64_t name, uint64_t coro,
+		     struct recent *r)
+{
+	char n[NAME_MAX_READ] = "", q[NAME_MAX_READ];
+	int is_default = 1;
+	enum tkind k = name ? classify(x, name) : TK_NONE;
+
+	if (k == TK_STR) {
+		if (pysym_read_str(x->t, name, n, sizeof(n)))
+			return -1;
+		is_default = pyasyncio_default_name(n);
+	}
+	/* TK_INT: 3.12+ keeps the counter until get_name() formats it. */
+	r->task = task;
+	r->name = name;
+	r->coro = coro;
+	if (coro_info(x, coro, &r->code, q, sizeof(q)) || x->ap->refused)
+		return -1;
+	pyasyncio_format(r->label, sizeof(r->label), n, is_default, q);
+	return 0;
+}
+
+/* ---- threads --------------------------------------------------------- */
+
+struct tentry {
+	int pid;			/* 0: empty */
+	uint32_t tid;
+	uint64_t start_time;
+	uint64_t tstate, interp, ident;	/* ident: threading.get_ident() */
+	uint64_t time_ns;		/* when the current task was read; 0: never */
+	uint32_t age;
+	int cur;			/* recent[] of the current task; -1: none */
+	unsigned next;			/* recent[] slot to fill next */
+	struct recent recent[NRECENT];
+	struct { uint64_t loop, ns; int ours; } loops[NLOOPS];
+};
+
+/* Does loop run in e's thread (its _thread_id is e->ident)? */
+static int loop_is_ours(const struct ctx *x, struct tentry *e, uint64_t loop, uint64_t now)
+{
+	struct aproc *ap = x->ap;
+	int old = 0;
+	uint64_t tid;
+
+	for (int i = 0; i < NLOOPS; i++) {
+		if (e->loops[i].loop == loop && now - e->loops[i].ns < PYASYNCIO_LOOP_TTL_NS)
+			return e->loops[i].ours;
+		if (e->loops[i].ns < e->loops[old].ns)
+			old = i;
+	}
+	tid = pythread_instance_attr(x->t, &ap->seen, loop, "_thread_id", &ap->tid_hint);
+	e->loops[old].loop = loop;
+	e->loops[old].ns = now;
+	e->loops[old].ours = tid && pythread_int_equals(x->t, tid, e->ident);
+	return e->loops[old].ours;
+}
+
+/* Finds asyncio.tasks._current_tasks, at most every RETRY_NS and only
+ * when sys.modules changed size since the last search: one read while
+ * asyncio is not imported. 0 when found. */
+static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now)
+{
+	struct aproc *ap = x->ap;
+	uint64_t modules;
+	int64_t used = -1;
+
+	if (now < ap->retry_ns)
+		return -1;
+	ap->retry_ns = now + RETRY_NS;
+	modules = rd_ptr(x, interp + x->o.interp_modules);
+	if (!modules || x->o.dict_used == NO16 ||
+	    rd(x, modules + x->o.dict_used, &used, sizeof(used)))
+		return -1;
+	if (used == ap->modules_used)
+		return -1;
+	ap->current_tasks = pythread_module_attr(x->t, &ap->seen, interp, "asyncio.tasks",
+						 "_current_tasks");
+	if (ap->current_tasks)
+		return 0;
+	/* sys.modules holds a module while it executes: if asyncio.tasks is
+	 * there but not its _current_tasks yet, look again next time. */
+	if (!pythread_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "__name__"))
+		ap->modules_used = used;
+	return -1;
+}
+
+/*
+ * asyncio/tasks.py binds _current_tasks to a dict of its own, then to
+ * _asyncio's when that imports: a search during the import finds the
+ * first. Until the dict has held a task, it is looked up again after
+ * 0.1 s, 0.2 s ... at most every 3.2 s.
+ */
+static void recheck(const struct ctx *x, uint64_t interp, uint64_t now)
+{
+	struct aproc *ap = x->ap;
+	uint64_t d;
+
+	if (ap->confirmed)
+		return;
+	if (!ap->check_ns) {
+		ap->check_gap = RETRY_NS;
+		ap->check_ns = now + ap->check_gap;
+		return;
+	}
+	if (now < ap->check_ns)
+		return;
+	ap->check_gap = ap->check_gap < 32 * RETRY_NS ? 2 * ap->check_gap : ap->check_gap;
+	ap->check_ns = now + ap->check_gap;
+	d = pythread_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "_current_tasks");
+	if (d)
+		ap->current_tasks = d;
+}
+
+/* The task e's thread runs now, or 0. */
+static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now)
+{
+	struct aproc *ap = x->ap;
+	uint64_t loops[MAX_LOOPS], tasks[MAX_LOOPS];
+	int n;
+
+	if (ap->refused)
+		return 0;
+	if (!ap->current_tasks && find_current_tasks(x, e->interp, now))
+		return 0;
+	recheck(x, e->interp, now);
+	n = pythread_dict_items(x->t, &ap->seen, ap->current_tasks, loops, tasks, MAX_LOOPS);
+	if (n < 0) {
+		ap->current_tasks = 0;	/* not a dict (any more): search again */
+		return 0;
+	}
+	if (n > 0)
+		ap->confirmed = 1;
+	for (int i = 0; i < n; i++)
+		if (loop_is_ours(x, e, loops[i], now))
+			return tasks[i];
+	return 0;
+}
+
+/* Reads the current task of e's thread into e->cur. */
+static void read_current(const struct ctx *x, struct tentry *e, uint64_t now)
+{
+	uint64_t task = current_task(x, e, now), name, coro;
+	struct recent *r;
+
+	e->cur = -1;
+	if (!task || task_fields(x, task, &name, &coro))
+		return;
+	for (int i = 0; i < NRECENT; i++) {
+		r = &e->recent[i];
+		if (r->task == task && r->name == name && r->coro == coro) {
+			e->cur = i;
+			return;
+		}
+	}
+	r = &e->recent[e->next % NRECENT];
+	memset(r, 0, sizeof(*r));
+	if (task_read(x, task, name, coro, r) == 0)
+		e->cur = (int)(e->next++ % NRECENT);
+	else
+		memset(r, 0, sizeof(*r));
+}
+
+/* ---- the uncached lookup --------------------------------------------- */
+
+int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t len,
+		   uint64_t *code)
+{
+	struct aproc ap = { .pid = t->pid };
+	struct tentry e = { .tstate = tstate, .cur = -1 };
+	uint64_t refusals = 0;
+	struct ctx x = { .t = t, .l = pyasyncio_layout_find(t->major, t->minor), .ap = &ap,
+			 .refusals = &refusals };
+	struct py_gil_offsets gil;
+
+	if (!x.l || !len || pythread_offsets(t, &x.o, &gil) ||
+	    pythread_tstate_ident(t, tstate, &e.interp, &e.ident))
+		return -1;
+	ap.interp = e.interp;
+	read_current(&x, &e, 1);
+	if (refusals)
+		return -1;
+	if (e.cur < 0)
+		return 1;
+	snprintf(buf, len, "%s", e.recent[e.cur].label);
+	if (code)
+		*code = e.recent[e.cur].code;
+	return 0;
+}
+
+/* ---- the cache ------------------------------------------------------- */
+
+struct pyasyncio_cache {
+	struct tentry *e;
+	size_t nsets;
+	uint32_t clock;
+	struct aproc procs[NPROCS];
+	struct pyasyncio_stats st;
+};
+
+struct pyasyncio_cache *pyasyncio_cache_new(size_t capacity)
+{
+	struct pyasyncio_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->e = setcache_alloc(capacity, WAYS, sizeof(*c->e), &c->nsets);
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void pyasyncio_cache_free(struct pyasyncio_cache *c)
+{
+	if (!c)
+		return;
+	free(c->e);
+	free(c);
+}
+
+void pyasyncio_forget_pid(struct pyasyncio_cache *c, int pid)
+{
+	for (size_t i = 0; i < c->nsets * WAYS; i++)
+		if (c->e[i].pid == pid)
+			memset(&c->e[i], 0, sizeof(c->e[i]));
+	for (int i = 0; i < NPROCS; i++)
+		if (c->procs[i].pid == pid)
+			memset(&c->procs[i], 0, sizeof(c->procs[i]));
+}
+
+void pyasyncio_get_stats(const struct pyasyncio_cache *c, struct pyasyncio_stats *st)
+{
+	*st = c->st;
+}
+
+/* The state of (t, interp), made if need be (LRU). */
+static struct aproc *aproc_get(struct pyasyncio_cache *c, const struct py_target *t,
+			       uint64_t interp)
+{
+	struct aproc *victim = &c->procs[0];
+
+	for (int i = 0; i < NPROCS; i++) {
+		struct aproc *ap = &c->procs[i];
+
+		if (ap->pid == t->pid && ap->interp == interp && ap->start_time == t->start_time) {
+			ap->age = c->clock;
+			return ap;
+		}
+		if (!ap->pid || (victim->pid && ap->age < victim->age))
+			victim = ap;
+	}
+	memset(victim, 0, sizeof(*victim));
+	victim->pid = t->pid;
+	victim->start_time = t->start_time;
+	victim->interp = interp;
+	victim->age = c->clock;
+	return victim;
+}
+
+/* The entry of (t, tid), made (evicting the set's oldest) if need be. */
+static struct tentry *entry_get(struct pyasyncio_cache *c, const struct py_target *t,
+				uint32_t tid, uint64_t tstate, uint64_t now)
+{
+	uint64_t h = ((uint64_t)tid * 0x9e3779b97f4a7c15ULL) ^ (uint64_t)t->pid << 32;
+	struct tentry *set = &c->e[((h ^ h >> 29) & (c->nsets - 1)) * WAYS], *victim = set;
+
+	for (int i = 0; i < WAYS; i++) {
+		struct tentry *e = &set[i];
+
+		if (e->pid == t->pid && e->tid == tid && e->start_time == t->start_time &&
+		    e->tstate == tstate) {
+			e->age = c->clock;
+			return e;
+		}
+		if (e->pid == t->pid && e->tid == tid) {
+			victim = e;	/* a new thread state or process */
+			break;
+		}
+		if (!e->pid || (victim->pid && e->age < victim->age))
+			victim = e;
+	}
+	if (victim->pid && victim->time_ns && now - victim->time_ns < PYASYNCIO_LOOP_TTL_NS)
+		c->st.evictions++;
+	memset(victim, 0, sizeof(*victim));
+	victim->pid = t->pid;
+	victim->tid = tid;
+	victim->start_time = t->start_time;
+	victim->tstate = tstate;
+	victim->cur = -1;
+	victim->age = c->clock;
+	return victim;
+}
+
+static int in_stack(uint64_t code, const uint64_t *codes, size_t n)
+{
+	for (size_t i = 0; code && i < n; i++)
+		if (codes[i] == code)
+			return 1;
+	return 0;
+}
+
+/* The label e gives a stack running codes, or NULL. */
+static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
+			  const uint64_t *codes, size_t n)
+{
+	const char *found = NULL;
+
+	if (e->cur >= 0) {
+		const struct recent *r = &e->recent[e->cur];
+
+		if (!r->code || in_stack(r->code, codes, n))
+			return r->label;
+		c->st.mismatches++;
+	}
+	/* Taken while an earlier task ran: one of the last few, if only
+	 * tasks with one label match the stack. */
+	for (int i = 0; i < NRECENT; i++) {
+		const struct recent *r = &e->recent[i];
+
+		if (!r->task || !in_stack(r->code, codes, n))
+			continue;
+		if (found && strcmp(found, r->label))
+			return NULL;
+		found = r->label;
+	}
+	return found;
+}
+
+const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_target *t,
+				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
+				 size_t ncodes, uint64_t now_ns)
+{
+	const struct pyasyncio_layout *l = pyasyncio_layout_find(t->major, t->minor);
+	struct tentry *e;
+	const char *label;
+
+	if (!l || !tstate || !tid || !t->pid)
+		return NULL;
+	if (!now_ns)
+		now_ns = 1;
+	c->clock++;
+	e = entry_get(c, t, tid, tstate, now_ns);
+	if (e->time_ns && now_ns >= e->time_ns && now_ns - e->time_ns < PYASYNCIO_TTL_NS) {
+		c->st.hits++;
+	} else {
+		struct ctx x = { .t = t, .l = l, .refusals = &c->st.refusals };
+		struct py_gil_offsets gil;
+
+		c->st.lookups++;
+		e->time_ns = now_ns;
+		e->cur = -1;
+		if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
+			e->interp = 0;
+		if (e->interp && pythread_offsets(t, &x.o, &gil) == 0) {
+			x.ap = aproc_get(c, t, e->interp);
+			read_current(&x, e, now_ns);
+		}
+	}
+	label = choose(c, e, codes, ncodes);
+	if (label)
+		c->st.labelled++;
+	return label;
+}

@@ -1,0 +1,103 @@
+/*
+ * The asyncio task a thread of a CPython target is running, read from
+ * user space (never stopping or writing to the target), for the
+ * `asyncio_task` sample label.
+ *
+ * The label is the task's name ("fetch-users"). A task left with its
+ * default name "Task-<n>" (or a 3.7 task, which has no name) is labelled
+ * "Task-* (<coroutine qualname>)", e.g. "Task-* (Server.handle)": the
+ * counter is dropped so the label stays low in cardinality however many
+ * tasks a program starts; the coroutine says what the task does.
+ *
+ * Supported: CPython 3.7 to 3.13, the C Task of _asyncio and the
+ * pure-Python Task (asyncio.tasks._PyTask), on loops that keep
+ * `_thread_id` in their instance dict (asyncio's own loops; not uvloop).
+ */
+#ifndef PYASYNCIO_H
+#define PYASYNCIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyversion.h"
+
+#define PYASYNCIO_LABEL_MAX	96		/* bytes of a label, NUL included */
+#define PYASYNCIO_TTL_NS	5000000ull	/* a thread's current task: re-read
+						 * after 5 ms of sample time */
+#define PYASYNCIO_LOOP_TTL_NS	1000000000ull	/* which loop runs in which
+						 * thread: re-read after 1 s */
+
+/*
+ * Offsets of one minor version, from the DWARF of the pyenv builds
+ * (TaskObj: the _asyncio extension; PyCoroObject, _PyInterpreterFrame,
+ * PyTypeObject: libpython), src/python/pyasyncio.c. PYPERF_NO_FIELD for
+ * what the version lacks.
+ */
+struct pyasyncio_layout {
+	unsigned minor;
+	uint16_t task_size;	/* sizeof(TaskObj): _asyncio.Task's tp_basicsize */
+	uint16_t task_coro;	/* TaskObj.task_coro */
+	uint16_t task_name;	/* TaskObj.task_name (3.8+) */
+	uint16_t coro_size;	/* PyCoro_Type's tp_basicsize */
+	uint16_t cr_code;	/* PyCoroObject.cr_code (<=3.11) */
+	uint16_t cr_qualname;	/* PyCoroObject.cr_qualname */
+	uint16_t cr_iframe;	/* PyCoroObject.cr_iframe (3.11+): the frame */
+	uint16_t type_base;	/* PyTypeObject.tp_base */
+};
+
+/* The table entry of 3.minor, or NULL. */
+const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor);
+
+/*
+ * The label of a task named name (NULL: no name, 3.7; default: the name
+ * is asyncio's "Task-<n>" or a 3.12+ not yet formatted counter) running a
+ * coroutine whose __qualname__ is qualname (NULL or "": unknown). Pure.
+ */
+void pyasyncio_format(char *buf, size_t len, const char *name, int is_default,
+		      const char *qualname);
+
+/* 1 when s is what asyncio names a task by default: "Task-" and digits. */
+int pyasyncio_default_name(const char *s);
+
+/*
+ * Uncached: the label of the task the thread of thread state tstate is
+ * running now, and in *code (may be NULL) its coroutine's code object.
+ * 0 on success, 1 when the thread runs no task now (no loop, or the loop
+ * is between tasks), -1 when unreadable or unsupported.
+ */
+int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t len,
+		   uint64_t *code);
+
+struct pyasyncio_cache;
+
+struct pyasyncio_stats {
+	uint64_t hits;		/* answered from a fresh entry */
+	uint64_t lookups;	/* current tasks (re-)read from the target */
+	uint64_t labelled;	/* samples that got a label */
+	uint64_t mismatches;	/* the stack did not hold the current task's
+				 * coroutine: an earlier task or none */
+	uint64_t evictions;	/* thread entries replaced while fresh */
+	uint64_t refusals;	/* a Task or coroutine type of the wrong size */
+};
+
+/* capacity: threads kept (rounded up to a power of two). */
+struct pyasyncio_cache *pyasyncio_cache_new(size_t capacity);
+void pyasyncio_cache_free(struct pyasyncio_cache *c);
+void pyasyncio_forget_pid(struct pyasyncio_cache *c, int pid);
+void pyasyncio_get_stats(const struct pyasyncio_cache *c, struct pyasyncio_stats *st);
+
+/*
+ * The label for a sample of thread tid (thread state tstate) of t whose
+ * Python frames run the code objects codes[0..ncodes), or NULL (no task).
+ * The current task is read at most once per PYASYNCIO_TTL_NS of sample
+ * time (now_ns) per thread; it is read when the sample is processed, a
+ * few ms after it was taken, so the label is given only when the stack
+ * holds the task's coroutine; else the thread's last few tasks are tried
+ * the same way (an unambiguous match among them wins). The string
+ * belongs to the cache: copy it before the next call.
+ */
+const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_target *t,
+				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
+				 size_t ncodes, uint64_t now_ns);
+
+#endif /* PYASYNCIO_H */

@@ -1,0 +1,99 @@
+"""asyncio tasks that take turns on one thread, each burning CPU for a
+known number of milliseconds per turn before `await asyncio.sleep(0)`:
+
+  alpha    named "alpha", runs alpha_loop, 2 units per turn
+  beta     named "beta", runs beta_loop, 1 unit per turn
+  (none)   default name "Task-<n>", runs unnamed_loop, 1 unit per turn
+
+Each task measures its own thread CPU time (time.thread_time, around its
+busy part only) and the truth is printed at exit, one line per task:
+
+  TASK <expected asyncio_task label>\t<cpu seconds>
+
+Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--py-task]
+--py-task makes the loop create asyncio.tasks._PyTask (the pure-Python
+Task) instead of the C Task of _asyncio.
+"""
+import asyncio
+import sys
+import time
+
+try:
+    thread_time = time.thread_time
+except AttributeError:  # 3.6
+    thread_time = time.clock
+
+cpu = {}
+
+
+def burn(ms):
+    end = thread_time() + ms / 1000.0
+    x = 0
+    while thread_time() < end:
+        for i in range(200):
+            x += i * i
+    return x
+
+
+async def run(key, units, unit_ms, stop):
+    cpu[key] = 0.0
+    while time.monotonic() < stop:
+        t0 = thread_time()
+        burn(units * unit_ms)
+        cpu[key] += thread_time() - t0
+        await asyncio.sleep(0)
+
+
+async def alpha_loop(unit_ms, stop):
+    await run("alpha", 2, unit_ms, stop)
+
+
+async def beta_loop(unit_ms, stop):
+    await run("beta", 1, unit_ms, stop)
+
+
+async def unnamed_loop(unit_ms, stop):
+    await run("unnamed", 1, unit_ms, stop)
+
+
+def py_task_factory(loop, coro, **kw):
+    return asyncio.tasks._PyTask(coro, loop=loop, **kw)
+
+
+def label(task, key, coro_name):
+    """What pyperf-pprof labels a task with (doc/pyperf-pprof.1)."""
+    name = task.get_name() if hasattr(task, "get_name") else None
+    if name and not (name.startswith("Task-") and name[5:].isdigit()):
+        return name
+    return "Task-* (%s)" % coro_name
+
+
+async def main(seconds, unit_ms, py_task):
+    loop = asyncio.get_event_loop()
+    if py_task:
+        loop.set_task_factory(py_task_factory)
+    stop = time.monotonic() + seconds
+    named = sys.version_info >= (3, 8)
+    specs = [("alpha", alpha_loop), ("beta", beta_loop), (None, unnamed_loop)]
+    tasks = []
+    for name, fn in specs:
+        if name and named:
+            t = loop.create_task(fn(unit_ms, stop), name=name)
+        else:
+            t = loop.create_task(fn(unit_ms, stop))
+        tasks.append((t, name or "unnamed", fn.__qualname__))
+    print("ready", flush=True)
+    await asyncio.gather(*(t for t, _, _ in tasks))
+    for t, key, qual in tasks:
+        print("TASK %s\t%.6f" % (label(t, key, qual), cpu[key]))
+    print("task type %s" % type(tasks[0][0]).__module__, flush=True)
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    seconds = float(args[0]) if args else 3.0
+    unit_ms = float(args[1]) if len(args) > 1 else 10.0
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.run_until_complete(main(seconds, unit_ms, "--py-task" in sys.argv))
+    loop.close()
