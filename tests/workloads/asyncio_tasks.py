@@ -10,12 +10,14 @@ busy part only) and the truth is printed at exit, one line per task:
 
   TASK <expected asyncio_task label>\t<cpu seconds>
 
-Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--py-task]
+Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--py-task] [--side-thread]
 --py-task makes the loop create asyncio.tasks._PyTask (the pure-Python
-Task) instead of the C Task of _asyncio.
+Task) instead of the C Task of _asyncio. --side-thread also runs a second
+thread with its own loop and one task, "side" (side_loop), 1 unit per turn.
 """
 import asyncio
 import sys
+import threading
 import time
 
 try:
@@ -56,6 +58,20 @@ async def unnamed_loop(unit_ms, stop):
     await run("unnamed", 1, unit_ms, stop)
 
 
+async def side_loop(unit_ms, stop):
+    await run("side", 1, unit_ms, stop)
+
+
+def side_thread(unit_ms, stop):
+    loop = asyncio.new_event_loop()
+    if sys.version_info >= (3, 8):
+        task = loop.create_task(side_loop(unit_ms, stop), name="side")
+    else:
+        task = loop.create_task(side_loop(unit_ms, stop))
+    loop.run_until_complete(task)
+    loop.close()
+
+
 def py_task_factory(loop, coro, **kw):
     return asyncio.tasks._PyTask(coro, loop=loop, **kw)
 
@@ -73,6 +89,8 @@ async def main(seconds, unit_ms, py_task):
     if py_task:
         loop.set_task_factory(py_task_factory)
     stop = time.monotonic() + seconds
+    if "--side-thread" in sys.argv:
+        threading.Thread(target=side_thread, args=(unit_ms, stop), daemon=True).start()
     named = sys.version_info >= (3, 8)
     specs = [("alpha", alpha_loop), ("beta", beta_loop), (None, unnamed_loop)]
     tasks = []

@@ -1,0 +1,163 @@
+/*
+ * test_pyasyncio format
+ * test_pyasyncio layout MINOR
+ * test_pyasyncio live PID MAIN SIDE
+ *
+ *   format  the label format and the default-name test (pure);
+ *   layout  prints the offset table row of 3.MINOR, "field value" per
+ *           line, for tests/unit/test_pyasyncio.sh to compare with DWARF;
+ *   live    PID runs tests/workloads/asyncio_tasks.py --side-thread with
+ *           a turn so long that the first task of each thread burns CPU
+ *           for the whole test: both thread states are resolved to their
+ *           current task, uncached; one must be labelled MAIN, the other
+ *           SIDE (each loop is matched to its own thread), both with a
+ *           coroutine code object. Then through the cache: a stack
+ *           holding MAIN's coroutine gets MAIN, a stack without it none.
+ *
+ * One "ok ..." / "FAIL ..." line per check. Exit 0 all ok, 1 a check
+ * failed, 2 usage.
+ */
+#include "pyasyncio.h"
+#include "pythread.h"
+#include "pyversion.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAXTS	64
+
+static unsigned failed;
+
+static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s ", cond ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	failed += !cond;
+}
+
+static void format_checks(void)
+{
+	char b[PYASYNCIO_LABEL_MAX];
+
+	check(pyasyncio_default_name("Task-1") && pyasyncio_default_name("Task-123456"),
+	      "Task-<digits> is a default name");
+	check(!pyasyncio_default_name("Task-") && !pyasyncio_default_name("Task-1a") &&
+	      !pyasyncio_default_name("task-1") && !pyasyncio_default_name("fetch"),
+	      "other names are not");
+	pyasyncio_format(b, sizeof(b), "fetch-users", 0, "Server.fetch");
+	check(!strcmp(b, "fetch-users"), "a named task: its name (%s)", b);
+	pyasyncio_format(b, sizeof(b), "Task-7", 1, "Server.handle");
+	check(!strcmp(b, "Task-* (Server.handle)"), "a default name: Task-* and the coroutine (%s)", b);
+	pyasyncio_format(b, sizeof(b), NULL, 1, "worker");
+	check(!strcmp(b, "Task-* (worker)"), "no name (3.7): the same (%s)", b);
+	pyasyncio_format(b, sizeof(b), "Task-7", 1, "");
+	check(!strcmp(b, "Task-*"), "unknown coroutine: Task-* (%s)", b);
+	pyasyncio_format(b, 12, "a-very-long-task-name", 0, NULL);
+	check(!strcmp(b, "a-very-long"), "truncated to the buffer (%s)", b);
+}
+
+static int layout(unsigned minor)
+{
+	const struct pyasyncio_layout *l = pyasyncio_layout_find(3, minor);
+
+	if (!l) {
+		printf("FAIL no table row for 3.%u\n", minor);
+		return 1;
+	}
+	printf("task_size %u\ntask_coro %u\ntask_name %u\ncoro_size %u\ncr_code %u\n"
+	       "cr_qualname %u\ncr_iframe %u\ntype_base %u\n", l->task_size, l->task_coro,
+	       l->task_name, l->coro_size, l->cr_code, l->cr_qualname, l->cr_iframe,
+	       l->type_base);
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Through the cache: the label needs the task's coroutine in the stack. */
+static void cached_checks(const struct py_target *t, uint64_t tstate, uint64_t code,
+			  const char *want)
+{
+	struct pyasyncio_cache *c = pyasyncio_cache_new(16);
+	uint64_t with[3] = { 0x1000, code, 0x2000 }, without[2] = { 0x1000, 0x2000 };
+	const char *l;
+
+	if (!c) {
+		check(0, "pyasyncio_cache_new");
+		return;
+	}
+	l = pyasyncio_cache_task(c, t, 1, tstate, with, 3, now_ns());
+	check(l && !strcmp(l, want), "cached: a stack holding the coroutine gets %s (%s)", want,
+	      l ? l : "none");
+	l = pyasyncio_cache_task(c, t, 1, tstate, without, 2, now_ns());
+	check(!l, "cached: a stack without it gets none (%s)", l ? l : "none");
+	pyasyncio_cache_free(c);
+}
+
+/* want: the labels of the main thread's and the side thread's task. */
+static int live(long pid, const char *want_main, const char *want_side)
+{
+	uint64_t ts[MAXTS], ids[MAXTS], code = 0, task_ts = 0;
+	struct py_target t;
+	char err[512], buf[PYASYNCIO_LABEL_MAX];
+	int n, main_seen = 0, side_seen = 0;
+
+	if (pyversion_detect((pid_t)pid, &t, err, sizeof(err))) {
+		printf("FAIL pyversion_detect: %s\n", err);
+		return 1;
+	}
+	n = pythread_tstates(&t, ts, ids, MAXTS);
+	check(n == 2, "%d thread states (main and side)", n);
+	for (int i = 0; i < n; i++) {
+		uint64_t c = 0;
+		int r = pyasyncio_task(&t, ts[i], buf, sizeof(buf), &c);
+
+		printf("# thread state %#llx: %s\n", (unsigned long long)ts[i],
+		       r == 0 ? buf : r == 1 ? "(no task)" : "(unreadable)");
+		check(r == 0 && c != 0, "thread state %d runs a task with a coroutine code object", i);
+		if (r)
+			continue;
+		if (!strcmp(buf, want_main)) {
+			main_seen++;
+			code = c;
+			task_ts = ts[i];
+		} else if (!strcmp(buf, want_side)) {
+			side_seen++;
+		}
+	}
+	check(main_seen == 1 && side_seen == 1,
+	      "each thread gets its own loop's task: %s once (%d), %s once (%d)", want_main,
+	      main_seen, want_side, side_seen);
+	if (task_ts)
+		cached_checks(&t, task_ts, code, want_main);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "format")) {
+		format_checks();
+	} else if (argc == 3 && !strcmp(argv[1], "layout")) {
+		return layout((unsigned)strtoul(argv[2], NULL, 10));
+	} else if (argc == 5 && !strcmp(argv[1], "live")) {
+		if (live(strtol(argv[2], NULL, 10), argv[3], argv[4]))
+			return 1;
+	} else {
+		fprintf(stderr, "usage: test_pyasyncio format | layout MINOR | live PID MAIN SIDE\n");
+		return 2;
+	}
+	return failed ? 1 : 0;
+}
