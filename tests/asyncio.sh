@@ -5,8 +5,9 @@
 # selected with go tool pprof -tagfocus, must be within 5 points of the
 # measured share, lie in that task's coroutine, and cover the task time
 # (tests/check_asyncio.py). Every interpreter present from 3.7 to 3.13
-# (pyenv) and Debian's 3.11, with the C Task of _asyncio and with the
-# pure-Python Task. Missing interpreters are skipped (a fresh Debian 12
+# (pyenv) and Debian's 3.11, with the C Task of _asyncio, with the
+# pure-Python Task, and with a second thread running its own loop and task
+# (each thread's samples must get its own loop's task). Missing interpreters are skipped (a fresh Debian 12
 # has only /usr/bin/python3.11).
 set -u
 : "${PYPERF:=./pyperf-pprof}"
@@ -52,10 +53,12 @@ for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
 	[ -x "$py" ] || { echo "SKIP $py: not present"; continue; }
 	run "$py"
 	run "$py" --py-task
+	run "$py" --side-thread
 done
 if [ -x /usr/bin/python3.11 ]; then
 	run /usr/bin/python3.11
 	run /usr/bin/python3.11 --py-task
+	run /usr/bin/python3.11 --side-thread
 else
 	echo "SKIP /usr/bin/python3.11: not present"
 fi

@@ -38,7 +38,8 @@
 #define NPROCS		16	/* interpreters remembered per cache */
 #define NTYPES		16	/* classified types remembered per interpreter */
 #define NRECENT		4	/* tasks remembered per thread */
-#define NLOOPS		4	/* loops remembered per thread */
+#define NLOOPS		4	/* other threads' loops remembered per thread */
+#define NPLOOPS		64	/* loops and their threads, per interpreter */
 #define MAX_LOOPS	64	/* _current_tasks entries read, at most */
 #define MAX_BASES	16	/* tp_base links followed, at most */
 #define TYPE_NAME_MAX	24
@@ -122,6 +123,7 @@ struct aproc {
 	int refused;			/* a Task or coroutine type of the wrong size */
 	uint64_t tid_hint, name_hint, coro_hint;	/* attribute key objects */
 	struct { uint64_t type; uint8_t kind; } types[NTYPES];
+	struct { uint64_t loop, ident, ns; } loops[NPLOOPS];	/* whose loop */
 	unsigned next_type;
 	int warned;
 	uint32_t age;
@@ -343,27 +345,44 @@ struct tentry {
 	int cur;			/* recent[] of the current task; -1: none */
 	unsigned next;			/* recent[] slot to fill next */
 	struct recent recent[NRECENT];
-	struct { uint64_t loop, ns; int ours; } loops[NLOOPS];
+	struct { uint64_t loop, ns; } loops[NLOOPS];	/* not this thread's */
 };
 
-/* Does loop run in e's thread (its _thread_id is e->ident)? */
+/*
+ * Does loop run in e's thread (its _thread_id is e->ident)? A loop found
+ * to be some thread's goes in the process's table, so the other threads
+ * skip it without reading; a loop found not to be e's thread's in e's.
+ * Both are trusted for PYASYNCIO_LOOP_TTL_NS.
+ */
 static int loop_is_ours(const struct ctx *x, struct tentry *e, uint64_t loop, uint64_t now)
 {
 	struct aproc *ap = x->ap;
-	int old = 0;
+	int old = 0, pold = 0, ours;
 	uint64_t tid;
 
+	for (int i = 0; i < NPLOOPS; i++) {
+		if (ap->loops[i].loop == loop && now - ap->loops[i].ns < PYASYNCIO_LOOP_TTL_NS)
+			return ap->loops[i].ident == e->ident;
+		if (ap->loops[i].ns < ap->loops[pold].ns)
+			pold = i;
+	}
 	for (int i = 0; i < NLOOPS; i++) {
 		if (e->loops[i].loop == loop && now - e->loops[i].ns < PYASYNCIO_LOOP_TTL_NS)
-			return e->loops[i].ours;
+			return 0;
 		if (e->loops[i].ns < e->loops[old].ns)
 			old = i;
 	}
 	tid = pythread_instance_attr(x->t, &ap->seen, loop, "_thread_id", &ap->tid_hint);
-	e->loops[old].loop = loop;
-	e->loops[old].ns = now;
-	e->loops[old].ours = tid && pythread_int_equals(x->t, tid, e->ident);
-	return e->loops[old].ours;
+	ours = tid && pythread_int_equals(x->t, tid, e->ident);
+	if (ours) {
+		ap->loops[pold].loop = loop;
+		ap->loops[pold].ident = e->ident;
+		ap->loops[pold].ns = now;
+	} else {
+		e->loops[old].loop = loop;
+		e->loops[old].ns = now;
+	}
+	return ours;
 }
 
 /* Finds asyncio.tasks._current_tasks, at most every RETRY_NS and only

@@ -8,7 +8,7 @@ known number of milliseconds per turn before `await asyncio.sleep(0)`:
 Each task measures its own thread CPU time (time.thread_time, around its
 busy part only) and the truth is printed at exit, one line per task:
 
-  TASK <expected asyncio_task label>\t<cpu seconds>
+  TASK <expected asyncio_task label>\t<cpu seconds>\t<coroutine function>
 
 Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--py-task] [--side-thread]
 --py-task makes the loop create asyncio.tasks._PyTask (the pure-Python
@@ -62,13 +62,14 @@ async def side_loop(unit_ms, stop):
     await run("side", 1, unit_ms, stop)
 
 
-def side_thread(unit_ms, stop):
+def side_thread(unit_ms, stop, out):
     loop = asyncio.new_event_loop()
     if sys.version_info >= (3, 8):
         task = loop.create_task(side_loop(unit_ms, stop), name="side")
     else:
         task = loop.create_task(side_loop(unit_ms, stop))
     loop.run_until_complete(task)
+    out.append((task, "side", side_loop.__qualname__))
     loop.close()
 
 
@@ -89,8 +90,10 @@ async def main(seconds, unit_ms, py_task):
     if py_task:
         loop.set_task_factory(py_task_factory)
     stop = time.monotonic() + seconds
+    side, side_out = None, []
     if "--side-thread" in sys.argv:
-        threading.Thread(target=side_thread, args=(unit_ms, stop), daemon=True).start()
+        side = threading.Thread(target=side_thread, args=(unit_ms, stop, side_out), daemon=True)
+        side.start()
     named = sys.version_info >= (3, 8)
     specs = [("alpha", alpha_loop), ("beta", beta_loop), (None, unnamed_loop)]
     tasks = []
@@ -102,8 +105,10 @@ async def main(seconds, unit_ms, py_task):
         tasks.append((t, name or "unnamed", fn.__qualname__))
     print("ready", flush=True)
     await asyncio.gather(*(t for t, _, _ in tasks))
-    for t, key, qual in tasks:
-        print("TASK %s\t%.6f" % (label(t, key, qual), cpu[key]))
+    if side:
+        side.join()
+    for t, key, qual in tasks + side_out:
+        print("TASK %s\t%.6f\t%s" % (label(t, key, qual), cpu[key], qual))
     print("task type %s" % type(tasks[0][0]).__module__, flush=True)
 
 
