@@ -108,7 +108,9 @@ void pyasyncio_format(char *buf, size_t len, const char *name, int is_default,
 
 /* ---- per interpreter ------------------------------------------------- */
 
-enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_TASK_PY, TK_BAD };
+/* What classify() makes of an object; TK_OTHER: a Python-level class
+ * (a pure-Python Task among them). */
+enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_BAD };
 
 struct aproc {
 	int pid;			/* 0: empty */
