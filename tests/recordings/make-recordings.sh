@@ -22,13 +22,17 @@
 #                                                      names, off-CPU intervals
 #   py313-debugoffsets pyenv 3.13.0  methods.py        Python only; layout from
 #                                                      the target's _Py_DebugOffsets
+#   py312-asyncio     pyenv 3.12.1   asyncio_tasks.py  Python only; asyncio_task
+#                                                      labels: C Tasks taking turns,
+#                                                      a second thread with its own
+#                                                      loop
 #   native-py311-debian /usr/bin/python3.11 native.py  native frames merged: stripped
 #                                                      interpreter unwound by .eh_frame,
 #                                                      ctypes qsort callback, zlib,
 #                                                      the C extension tests/ext/cbext.c
 #
 # Environment: PYPERF (default ./pyperf-pprof of the top directory), GO
-# (default go), PY38, PY311, PY313 (the interpreters).
+# (default go), PY38, PY311, PY312, PY313 (the interpreters).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -36,6 +40,7 @@ PYPERF=${PYPERF:-$top/pyperf-pprof}
 GO=${GO:-go}
 PY38=${PY38:-/root/.pyenv/versions/3.8.18/bin/python3.8}
 PY311=${PY311:-/usr/bin/python3.11}
+PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python3.12}
 PY313=${PY313:-/root/.pyenv/versions/3.13.0/bin/python3.13}
 MAX_BYTES=3000000
 
@@ -54,6 +59,7 @@ cases() {
 py38-frames $PY38 methods.py --no-native -d 600
 py311-debian-wall $PY311 named_threads.py --no-native --mode wall -F 250 -d 600
 py313-debugoffsets $PY313 methods.py --no-native -d 600
+py312-asyncio $PY312 asyncio_tasks.py --no-native -d 600
 native-py311-debian $PY311 native.py -c 4000000 -d 800
 EOF
 }
