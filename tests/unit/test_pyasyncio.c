@@ -115,7 +115,7 @@ static int live(long pid, const char *want_main, const char *want_side)
 	char err[512], buf[PYASYNCIO_LABEL_MAX];
 	int n, main_seen = 0, side_seen = 0;
 
-	if (pyversion_detect((pid_t)pid, &t, err, sizeof(err))) {
+	if (pyversion_detect(target_src_live(), (pid_t)pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
 		return 1;
 	}
