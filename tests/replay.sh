@@ -1,7 +1,8 @@
 #!/bin/sh
 # Replays each committed recording of tests/recordings (made by
 # tests/recordings/make-recordings.sh from live runs on 3.8, Debian's 3.11,
-# 3.13 and a native-frames workload) through the whole pipeline -
+# 3.13, asyncio tasks on 3.12 (asyncio_task labels) and a native-frames
+# workload) through the whole pipeline -
 # unwinding, symbolization, merge, profile, pprof and collapsed writers -
 # and compares the result with the committed expected output:
 #   NAME.collapsed  `--replay NAME.rec --format collapsed`, exactly;
