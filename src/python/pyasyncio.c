@@ -57,7 +57,7 @@
  * 3.11.7 3.12.1 3.13.0). coro_size is sizeof(PyCoroObject) up to 3.10,
  * offsetof(cr_iframe) + offsetof(_PyInterpreterFrame, localsplus) from
  * 3.11 (a coroutine is variable-size there); both equal
- * types.CoroutineType.__basicsize__. tests/check-asyncio-offsets.sh
+ * types.CoroutineType.__basicsize__. tests/unit/test_pyasyncio.sh
  * re-derives every row from the DWARF.
  */
 static const struct pyasyncio_layout layouts[] = {
@@ -188,7 +188,7 @@ static void refuse(const struct ctx *x, const char *what, int64_t size, unsigned
 	x->ap->refused = 1;
 	if (x->ap->warned++)
 		return;
-	fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s is %lld bytes, the %u.%u table says %u (a layout this build does not know)\n",
+	fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s is %lld bytes, the %u.%u table says %u; add this build's row to src/python/pyasyncio.c from its DWARF\n",
 		x->t->pid, what, (long long)size, x->t->major, x->t->minor, want);
 }
 

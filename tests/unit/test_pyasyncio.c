@@ -2,6 +2,7 @@
  * test_pyasyncio format
  * test_pyasyncio layout MINOR
  * test_pyasyncio live PID MAIN SIDE
+ * test_pyasyncio refuse PID MINOR
  *
  *   format  the label format and the default-name test (pure);
  *   layout  prints the offset table row of 3.MINOR, "field value" per
@@ -13,6 +14,9 @@
  *           SIDE (each loop is matched to its own thread), both with a
  *           coroutine code object. Then through the cache: a stack
  *           holding MAIN's coroutine gets MAIN, a stack without it none.
+ *   refuse  the same workload (C Task) read with the table of 3.MINOR,
+ *           whose _asyncio.Task size differs: every thread is refused,
+ *           uncached and cached, and nothing is labelled.
  *
  * One "ok ..." / "FAIL ..." line per check. Exit 0 all ok, 1 a check
  * failed, 2 usage.
@@ -146,17 +150,51 @@ static int live(long pid, const char *want_main, const char *want_side)
 	return 0;
 }
 
+/* The target read with the table of 3.minor, whose Task size differs:
+ * every lookup must be refused, none labelled. */
+static int refuse(long pid, unsigned minor)
+{
+	uint64_t ts[MAXTS], ids[MAXTS], code = 1, codes[1];
+	struct pyasyncio_cache *c = pyasyncio_cache_new(16);
+	struct pyasyncio_stats st;
+	struct py_target t;
+	char err[512], buf[PYASYNCIO_LABEL_MAX];
+	int n, refused = 0, labelled = 0;
+
+	if (!c || pyversion_detect(target_src_live(), (pid_t)pid, &t, err, sizeof(err))) {
+		printf("FAIL pyversion_detect: %s\n", c ? err : "out of memory");
+		return 1;
+	}
+	printf("# a 3.%u target read with the 3.%u table\n", t.minor, minor);
+	t.minor = minor;
+	n = pythread_tstates(&t, ts, ids, MAXTS);
+	for (int i = 0; i < n; i++) {
+		refused += pyasyncio_task(&t, ts[i], buf, sizeof(buf), &code) == -1;
+		codes[0] = code;
+		labelled += pyasyncio_cache_task(c, &t, (uint32_t)i + 1, ts[i], codes, 1, 1) != NULL;
+	}
+	pyasyncio_get_stats(c, &st);
+	check(n > 0 && refused == n, "uncached: %d of %d thread states refused", refused, n);
+	check(labelled == 0 && st.refusals > 0, "cached: %d labelled, %llu refusals", labelled,
+	      (unsigned long long)st.refusals);
+	pyasyncio_cache_free(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "format")) {
 		format_checks();
 	} else if (argc == 3 && !strcmp(argv[1], "layout")) {
 		return layout((unsigned)strtoul(argv[2], NULL, 10));
+	} else if (argc == 4 && !strcmp(argv[1], "refuse")) {
+		if (refuse(strtol(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10)))
+			return 1;
 	} else if (argc == 5 && !strcmp(argv[1], "live")) {
 		if (live(strtol(argv[2], NULL, 10), argv[3], argv[4]))
 			return 1;
 	} else {
-		fprintf(stderr, "usage: test_pyasyncio format | layout MINOR | live PID MAIN SIDE\n");
+		fprintf(stderr, "usage: test_pyasyncio format | layout MINOR | live PID MAIN SIDE | refuse PID MINOR\n");
 		return 2;
 	}
 	return failed ? 1 : 0;
