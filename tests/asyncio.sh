@@ -7,7 +7,8 @@
 # (tests/check_asyncio.py). Every interpreter present from 3.7 to 3.13
 # (pyenv) and Debian's 3.11, with the C Task of _asyncio, with the
 # pure-Python Task, and with a second thread running its own loop and task
-# (each thread's samples must get its own loop's task). Missing interpreters are skipped (a fresh Debian 12
+# (each thread's samples must get its own loop's task); on 3.8, 3.13 and
+# Debian's 3.11 also with _asyncio blocked (asyncio entirely in Python). Missing interpreters are skipped (a fresh Debian 12
 # has only /usr/bin/python3.11).
 set -u
 : "${PYPERF:=./pyperf-pprof}"
@@ -22,15 +23,17 @@ trap 'rm -rf "$work"' EXIT
 root=${PYENV_ROOT:-/root/.pyenv}/versions
 failed=0 ran=0
 
-# run PYTHON [--py-task]: one profile of the whole run, then the check; a
-# failed check is retried once (the machine may be loaded by other jobs).
+# run PYTHON [workload options]: one profile of the whole run, then the
+# check; the tasks stop after 1 s of CPU time (about 1000 samples at the
+# default 1 ms period, however loaded the machine), and a failed check is
+# retried once (the machine may be loaded by other jobs).
 run() {
 	py=$1
 	shift
 	ran=$((ran + 1))
 	for attempt in 1 2; do
 		if ! "$PYPERF" -q -o "$work/p.pb.gz" -- "$py" \
-			"$TOP_SRCDIR/tests/workloads/asyncio_tasks.py" 3 10 "$@" > "$work/truth"; then
+			"$TOP_SRCDIR/tests/workloads/asyncio_tasks.py" 15 10 --cpu=1.0 "$@" > "$work/truth"; then
 			echo "FAIL $py $*: pyperf-pprof or the workload failed"
 			failed=1
 			return
@@ -54,11 +57,13 @@ for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
 	run "$py"
 	run "$py" --py-task
 	run "$py" --side-thread
+	case $v in 3.8.*|3.13.*) run "$py" --no-c-asyncio ;; esac
 done
 if [ -x /usr/bin/python3.11 ]; then
 	run /usr/bin/python3.11
 	run /usr/bin/python3.11 --py-task
 	run /usr/bin/python3.11 --side-thread
+	run /usr/bin/python3.11 --no-c-asyncio
 else
 	echo "SKIP /usr/bin/python3.11: not present"
 fi

@@ -10,13 +10,22 @@ busy part only) and the truth is printed at exit, one line per task:
 
   TASK <expected asyncio_task label>\t<cpu seconds>\t<coroutine function>
 
-Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--py-task] [--side-thread]
+Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--cpu=SECONDS] [--py-task]
+                        [--side-thread] [--no-c-asyncio]
+The tasks stop after SECONDS of wall time, or earlier once they have used
+--cpu seconds of CPU time together (enough samples on a loaded machine).
 --py-task makes the loop create asyncio.tasks._PyTask (the pure-Python
 Task) instead of the C Task of _asyncio. --side-thread also runs a second
 thread with its own loop and one task, "side" (side_loop), 1 unit per turn.
+--no-c-asyncio blocks the _asyncio accelerator: asyncio runs pure Python
+(its own _current_tasks dict, _PyTask), as where _asyncio is not built.
 """
-import asyncio
 import sys
+
+if "--no-c-asyncio" in sys.argv:
+    sys.modules["_asyncio"] = None  # import _asyncio raises ImportError
+
+import asyncio
 import threading
 import time
 
@@ -26,6 +35,7 @@ except AttributeError:  # 3.6
     thread_time = time.clock
 
 cpu = {}
+cpu_budget = float("inf")
 
 
 def burn(ms):
@@ -39,7 +49,7 @@ def burn(ms):
 
 async def run(key, units, unit_ms, stop):
     cpu[key] = 0.0
-    while time.monotonic() < stop:
+    while time.monotonic() < stop and sum(cpu.values()) < cpu_budget:
         t0 = thread_time()
         burn(units * unit_ms)
         cpu[key] += thread_time() - t0
@@ -110,10 +120,15 @@ async def main(seconds, unit_ms, py_task):
     for t, key, qual in tasks + side_out:
         print("TASK %s\t%.6f\t%s" % (label(t, key, qual), cpu[key], qual))
     print("task type %s" % type(tasks[0][0]).__module__, flush=True)
+    if "--no-c-asyncio" in sys.argv and type(tasks[0][0]).__module__ == "_asyncio":
+        sys.exit("--no-c-asyncio: _asyncio was used anyway")
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for a in sys.argv[1:]:
+        if a.startswith("--cpu="):
+            cpu_budget = float(a[6:])
     seconds = float(args[0]) if args else 3.0
     unit_ms = float(args[1]) if len(args) > 1 else 10.0
     loop = asyncio.new_event_loop()
