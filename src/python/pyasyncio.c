@@ -81,6 +81,13 @@ const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned mi
 	return NULL;
 }
 
+/* The row for t: GIL builds only (a free-threaded build's larger object
+ * header moves every offset; its sizes would be refused anyway). */
+static const struct pyasyncio_layout *layout_of(const struct py_target *t)
+{
+	return t->layout.free_threaded ? NULL : pyasyncio_layout_find(t->major, t->minor);
+}
+
 /* ---- labels ---------------------------------------------------------- */
 
 int pyasyncio_default_name(const char *s)
@@ -500,7 +507,7 @@ int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t
 	struct aproc ap = { .pid = t->pid };
 	struct tentry e = { .tstate = tstate, .cur = -1 };
 	uint64_t refusals = 0;
-	struct ctx x = { .t = t, .l = pyasyncio_layout_find(t->major, t->minor), .ap = &ap,
+	struct ctx x = { .t = t, .l = layout_of(t), .ap = &ap,
 			 .refusals = &refusals };
 	struct py_gil_offsets gil;
 
@@ -663,7 +670,7 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
 				 size_t ncodes, uint64_t now_ns)
 {
-	const struct pyasyncio_layout *l = pyasyncio_layout_find(t->major, t->minor);
+	const struct pyasyncio_layout *l = layout_of(t);
 	struct tentry *e;
 	const char *label;
 

@@ -9,7 +9,7 @@
  * counter is dropped so the label stays low in cardinality however many
  * tasks a program starts; the coroutine says what the task does.
  *
- * Supported: CPython 3.7 to 3.13, the C Task of _asyncio and the
+ * Supported: CPython 3.7 to 3.13 GIL builds, the C Task of _asyncio and the
  * pure-Python Task (asyncio.tasks._PyTask), on loops that keep
  * `_thread_id` in their instance dict (asyncio's own loops; not uvloop).
  */
