@@ -83,6 +83,30 @@ static int layout(unsigned minor)
 	return 0;
 }
 
+/* The thread states of t's first interpreter, in list order, with their
+ * thread_id (threading.get_ident()); at most max. -1 if unreadable. */
+static int tstates(const struct py_target *t, uint64_t *ts, uint64_t *idents, size_t max)
+{
+	const struct py_walk_offsets *w = &t->layout.walk;
+	uint64_t interp = 0, at = 0;
+	size_t n = 0;
+
+	if (target_read(t->src, t->pid, t->bpf.interp_head_addr, &interp, 8) || !interp ||
+	    target_read(t->src, t->pid, interp + w->interp_tstate_head, &at, 8))
+		return -1;
+	while (at && n < max) {
+		uint64_t id = 0;
+
+		if (target_read(t->src, t->pid, at + w->ts_thread_id, &id, 8))
+			return -1;
+		ts[n] = at;
+		idents[n++] = id;
+		if (target_read(t->src, t->pid, at + w->ts_next, &at, 8))
+			return -1;
+	}
+	return (int)n;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -123,7 +147,7 @@ static int live(long pid, const char *want_main, const char *want_side)
 		printf("FAIL pyversion_detect: %s\n", err);
 		return 1;
 	}
-	n = pythread_tstates(&t, ts, ids, MAXTS);
+	n = tstates(&t, ts, ids, MAXTS);
 	check(n == 2, "%d thread states (main and side)", n);
 	for (int i = 0; i < n; i++) {
 		uint64_t c = 0;
@@ -167,7 +191,7 @@ static int refuse(long pid, unsigned minor)
 	}
 	printf("# a 3.%u target read with the 3.%u table\n", t.minor, minor);
 	t.minor = minor;
-	n = pythread_tstates(&t, ts, ids, MAXTS);
+	n = tstates(&t, ts, ids, MAXTS);
 	for (int i = 0; i < n; i++) {
 		refused += pyasyncio_task(&t, ts[i], buf, sizeof(buf), &code) == -1;
 		codes[0] = code;
