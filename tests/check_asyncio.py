@@ -9,6 +9,9 @@ CPU seconds, coroutine function).
             running that task's coroutine function
   coverage  at least 85 % of the time in stacks running a task's coroutine
             carries a label
+The workload's main() coroutine runs as a default-named task too: its
+label "Task-* (main)" is allowed (it is not part of the shares) and must
+lie in main() as well.
 """
 import argparse
 import re
@@ -55,21 +58,29 @@ def main():
     labelled, pure, in_task, covered = {}, {}, 0, 0
     impure = {}
     want_loop = {label: fn for label, _, fn in truth}
+    extra = {"Task-* (main)": "main"}
     for values, frames, labels in prof.stacks():
         t = values[-1]
         label = labels.get("asyncio_task")
         fn = loop_of(frames, want_loop.values())
+        if label in extra:
+            fn = loop_of(frames, [extra[label]])
         if fn:
             in_task += t
             covered += t if label else 0
         if label:
             labelled[label] = labelled.get(label, 0) + t
-            if want_loop.get(label) == fn:
+            if want_loop.get(label, extra.get(label)) == fn:
                 pure[label] = pure.get(label, 0) + t
             else:
                 key = (label, " <- ".join(f[0] for f in frames[:8]))
                 impure[key] = impure.get(key, 0) + t
-    unknown = sorted(set(labelled) - set(want_loop))
+    unknown = sorted(set(labelled) - set(want_loop) - set(extra))
+    for label in set(labelled) & set(extra):
+        purity = pure.get(label, 0) / max(labelled[label], 1)
+        print("%-22s %.3f s labelled, %.1f%% in %s" % (label, labelled[label] / 1e9, 100 * purity, extra[label]))
+        if purity < 0.95:
+            errors.append("%s: only %.1f%% of its time is in %s" % (label, 100 * purity, extra[label]))
     if unknown:
         errors.append("unexpected asyncio_task labels: %s" % unknown)
     total_true = sum(c for _, c, _ in truth)
