@@ -6,7 +6,8 @@ CPU seconds, coroutine function).
             `go tool pprof -tagfocus asyncio_task=<label>`, is within
             --tolerance (absolute) of its share of the measured CPU time
   purity    at least 95 % of the time labelled with a task lies in stacks
-            running that task's coroutine function
+            running that task's coroutine function (stacks with an
+            "[unreadable Python frame]" cannot tell and are left out)
   coverage  at least 85 % of the time in stacks running a task's coroutine
             carries a label
 The workload's main() coroutine runs as a default-named task too: its
@@ -57,6 +58,8 @@ def main():
     prof = pprof_raw.run_raw(args.profile, args.go)
     labelled, pure, in_task, covered = {}, {}, 0, 0
     impure = {}
+    unreadable = 0
+    all_labelled = {}
     want_loop = {label: fn for label, _, fn in truth}
     extra = {"Task-* (main)": "main"}
     for values, frames, labels in prof.stacks():
@@ -69,13 +72,18 @@ def main():
             in_task += t
             covered += t if label else 0
         if label:
+            all_labelled[label] = all_labelled.get(label, 0) + t
+        if label and "[unreadable Python frame]" in [f[0] for f in frames]:
+            unreadable += t
+            label = None
+        if label:
             labelled[label] = labelled.get(label, 0) + t
             if want_loop.get(label, extra.get(label)) == fn:
                 pure[label] = pure.get(label, 0) + t
             else:
                 key = (label, " <- ".join(f[0] for f in frames[:8]))
                 impure[key] = impure.get(key, 0) + t
-    unknown = sorted(set(labelled) - set(want_loop) - set(extra))
+    unknown = sorted(set(all_labelled) - set(want_loop) - set(extra))
     for label in set(labelled) & set(extra):
         purity = pure.get(label, 0) / max(labelled[label], 1)
         print("%-22s %.3f s labelled, %.1f%% in %s" % (label, labelled[label] / 1e9, 100 * purity, extra[label]))
@@ -98,10 +106,12 @@ def main():
         if abs(got - want) > args.tolerance:
             errors.append("%s: %.1f%% of the labelled time, the task measured %.1f%% (tolerance %.0f%%)"
                           % (label, 100 * got, 100 * want, 100 * args.tolerance))
-        if focus[label] != labelled.get(label, 0):
-            errors.append("%s: -tagfocus selects %d ns, the labels say %d ns" % (label, focus[label], labelled.get(label, 0)))
+        if focus[label] != all_labelled.get(label, 0):
+            errors.append("%s: -tagfocus selects %d ns, the labels say %d ns" % (label, focus[label], all_labelled.get(label, 0)))
         if purity < 0.95:
             errors.append("%s: only %.1f%% of its time is in %s" % (label, 100 * purity, want_loop[label]))
+    if unreadable:
+        print("%.3f s labelled in stacks with unreadable Python frames (left out of purity)" % (unreadable / 1e9))
     coverage = float(covered) / max(in_task, 1)
     print("coverage: %.1f%% of the time in task coroutines is labelled" % (100 * coverage))
     if coverage < 0.85:
