@@ -169,8 +169,12 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 
 static int find_targets(struct session *s)
 {
-	targets_init(&s->ts, s->rec ? record_src(s->rec) : target_src_live(), s->cfg->all,
-		     s->cfg->subprocesses, on_target, s);
+	/* Before the targets: the interpreter probe opens their files here. */
+	s->sink.objs = objcache_new(NULL);
+	if (!s->sink.objs)
+		return -1;
+	targets_init(&s->ts, s->rec ? record_src(s->rec) : target_src_live(), s->sink.objs,
+		     s->cfg->all, s->cfg->subprocesses, on_target, s);
 	for (int i = 0; i < s->cfg->npids; i++)
 		targets_add(&s->ts, s->cfg->pids[i], 0);
 	if (s->cfg->npids && !s->ts.n)
@@ -651,7 +655,6 @@ static int setup_profile(struct session *s)
 	if (!s->cfg->stack_bytes)
 		return 0;
 	s->sink.all_native = s->cfg->all_native;
-	s->sink.objs = objcache_new(NULL);
 	s->sink.nsym = nsym_ctx_new(s->sink.objs);
 	s->sink.native_miss = on_native_miss;
 	s->sink.native_miss_ctx = s;
@@ -703,7 +706,6 @@ static void print_native_stats(const struct session *s)
 {
 	const struct unwind_stats *u = s->sink.unw ? unwind_get_stats(s->sink.unw) : NULL;
 	const struct nsym_stats *y = nsym_get_stats(s->sink.nsym);
-	char objs[512];
 
 	if (s->kt)
 		print_kernel_unwind_stats(s);
@@ -721,8 +723,6 @@ symbols:
 	fprintf(stderr, "pyperf-pprof: symbols: lookups=%" PRIu64 " found=%" PRIu64
 		" from debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
 		y->found, y->debug_files, y->symbols, y->bytes);
-	objcache_describe(s->sink.objs, objs, sizeof(objs));
-	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
 
 static void print_task_stats(const struct session *s)
@@ -751,6 +751,7 @@ static void print_summary(struct session *s)
 	const struct sample_counts *n = &s->sink.n;
 	struct pysym_stats ps;
 	struct pythread_stats ts;
+	char objs[512];
 
 	say(s, "pyperf-pprof: %" PRIu64 " samples (%zu distinct stacks) from %d process%s, %"
 	    PRIu64 " thread%s; lost %" PRIu64 "\n", n->records,
@@ -798,6 +799,8 @@ static void print_summary(struct session *s)
 	print_task_stats(s);
 	if (s->sink.nsym)
 		print_native_stats(s);
+	objcache_describe(s->sink.objs, objs, sizeof(objs));
+	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
 
 static uint64_t mono_ns(void)

@@ -13,11 +13,12 @@
 
 #define ANCESTRY_MAX 16		/* parent links followed for --subprocesses */
 
-void targets_init(struct target_set *ts, const struct target_src *src, int all, int children,
-		  target_cb cb, void *ctx)
+void targets_init(struct target_set *ts, const struct target_src *src, struct objcache *objs,
+		  int all, int children, target_cb cb, void *ctx)
 {
 	memset(ts, 0, sizeof(*ts));
 	ts->src = src;
+	ts->objs = objs;
 	ts->all = all;
 	ts->children = children;
 	ts->cb = cb;
@@ -146,8 +147,8 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -1;
-	if ((ts->all || quiet ? pyversion_detect_named : pyversion_detect)(ts->src, pid, t, err,
-									sizeof(err))) {
+	if ((ts->all || quiet ? pyversion_detect_named : pyversion_detect)(ts->src, ts->objs, pid, t,
+									err, sizeof(err))) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: %s\n", err);
 		free(t);

@@ -49,10 +49,11 @@ struct target_set {
 	target_cb cb;
 	void *ctx;
 	const struct target_src *src;	/* where targets are read (live or recorded) */
+	struct objcache *objs;		/* where their ELF files are opened */
 };
 
-void targets_init(struct target_set *ts, const struct target_src *src, int all, int children,
-		  target_cb cb, void *ctx);
+void targets_init(struct target_set *ts, const struct target_src *src, struct objcache *objs,
+		  int all, int children, target_cb cb, void *ctx);
 void targets_free(struct target_set *ts);
 
 /* Profiles pid from now on; errors are printed unless quiet. 0 on success. */

@@ -376,6 +376,16 @@ struct oc_obj *objcache_obj(struct objcache *oc, struct oc_proc *p, size_t i)
 	return o;
 }
 
+struct oc_obj *objcache_map_obj(struct objcache *oc, const struct target_src *src, int pid,
+				const struct proc_map *m)
+{
+	const struct oc_proc p = { .pid = pid, .src = src };
+
+	if (m->path[0] != '/' && strcmp(m->path, "[vdso]"))
+		return NULL;
+	return obj_resolve(oc, &p, m);
+}
+
 struct elf_file *objcache_debug_file(struct objcache *oc, struct oc_obj *o,
 				     const struct oc_proc *p, const struct proc_map *m)
 {

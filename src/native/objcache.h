@@ -107,6 +107,13 @@ int objcache_refresh(struct objcache *oc, struct oc_proc *p);
  * use and memoized until the maps are re-read. NULL if there is none. */
 struct oc_obj *objcache_obj(struct objcache *oc, struct oc_proc *p, size_t i);
 
+/* The object behind mapping m of pid, read through src, for readers that
+ * walk a process's maps themselves (the interpreter probe at attach, the
+ * 3.6 GIL symbols): the same entry objcache_obj() finds later, so the file
+ * is opened once. NULL if there is none. Valid until the next load. */
+struct oc_obj *objcache_map_obj(struct objcache *oc, const struct target_src *src, int pid,
+				const struct proc_map *m);
+
 /* The separate debug file of o (build-id path, .gnu_debuglink), looked
  * for once, under p's root then ours; m is the mapping that names o. */
 struct elf_file *objcache_debug_file(struct objcache *oc, struct oc_obj *o,

@@ -39,6 +39,7 @@
 #include <sys/uio.h>
 
 #include "elffile.h"
+#include "objcache.h"
 #include "proc.h"
 #include "pysym.h"
 #include "setcache.h"
@@ -896,25 +897,26 @@ const char *pythread_cache_name(struct pythread_cache *c, const struct py_target
 /* ---- the GIL --------------------------------------------------------- */
 
 /* 3.6: the static gil_locked and gil_last_holder (local symbols, absent
- * from a stripped file) and the exported _PyThreadState_Current. */
+ * from a stripped file) and the exported _PyThreadState_Current, from the
+ * interpreter's object entry the probe at attach already opened. */
 static void gil_symbols_36(const struct py_target *t, struct pythread_gil *g)
 {
 	struct proc_maps maps;
 
-	if (proc_maps_read(t->src, t->pid, &maps))
+	if (!t->objs || proc_maps_read(t->src, t->pid, &maps))
 		return;
 	for (size_t i = 0; i < maps.n; i++) {
 		const struct proc_map *m = &maps.v[i];
+		const struct oc_obj *o;
 		struct elf_file *ef;
 		uint64_t base, v;
-		char path[512];
 
 		if (m->offset || strcmp(m->path, t->module))
 			continue;
-		target_map_file(t->src, t->pid, m, path, sizeof(path));
-		ef = target_open_elf(t->src, path);
-		if (!ef)
+		o = objcache_map_obj(t->objs, t->src, t->pid, m);
+		if (!o)
 			break;
+		ef = o->ef;
 		if (elf_file_base_vaddr(ef, &base) == 0) {
 			uint64_t bias = m->start - base;
 
@@ -927,7 +929,6 @@ static void gil_symbols_36(const struct py_target *t, struct pythread_gil *g)
 			if (!g->locked_addr || !g->holder_addr)
 				g->locked_addr = g->holder_addr = 0;
 		}
-		elf_file_close(ef);
 		break;
 	}
 	proc_maps_free(&maps);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "elffile.h"
+#include "objcache.h"
 #include "proc.h"
 #include "pylayout.h"
 
@@ -101,8 +102,9 @@ static int version_from_image(struct elf_file *ef, unsigned hmaj,
 
 struct candidate {
 	const struct target_src *src;
+	struct objcache *oc;
 	const struct proc_map *map;
-	struct elf_file *ef;
+	struct elf_file *ef;		/* the object layer's; not closed here */
 	uint64_t bias;
 	uint64_t runtime_vaddr;		/* _PyRuntime, 0 if absent */
 	uint64_t interp_head_vaddr;	/* 3.6's interp_head, 0 if absent */
@@ -110,16 +112,16 @@ struct candidate {
 	int version_exact;		/* the version was read from Py_Version */
 };
 
-/* Does this mapped file hold a CPython runtime? */
+/* Does this mapped file hold a CPython runtime? Opened through the object
+ * layer: the unwinder and the symbolizer use the same entry later. */
 static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
 {
-	char path[512];
+	const struct oc_obj *o = objcache_map_obj(c->oc, c->src, pid, m);
 	uint64_t base;
 
-	target_map_file(c->src, pid, m, path, sizeof(path));
-	c->ef = target_open_elf(c->src, path);
-	if (!c->ef)
+	if (!o)
 		return -1;
+	c->ef = o->ef;
 	if (elf_file_base_vaddr(c->ef, &base))
 		goto no;
 	c->map = m;
@@ -137,7 +139,6 @@ static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
 	if (elf_file_symbol(c->ef, "Py_GetVersion", &base, NULL) == 0)
 		return 0;
 no:
-	elf_file_close(c->ef);
 	c->ef = NULL;
 	return -1;
 }
@@ -229,30 +230,31 @@ static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 		t->bpf.interp_head_addr = c->interp_head_vaddr + c->bias;
 }
 
-static int detect(const struct target_src *src, pid_t pid, struct py_target *t, int passes,
-		  char *err, size_t errlen);
+static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
+		  struct py_target *t, int passes, char *err, size_t errlen);
 
-int pyversion_detect(const struct target_src *src, pid_t pid, struct py_target *t, char *err,
-		     size_t errlen)
+int pyversion_detect(const struct target_src *src, struct objcache *oc, pid_t pid,
+		     struct py_target *t, char *err, size_t errlen)
 {
-	return detect(src, pid, t, 2, err, errlen);
+	return detect(src, oc, pid, t, 2, err, errlen);
 }
 
-int pyversion_detect_named(const struct target_src *src, pid_t pid, struct py_target *t,
-			   char *err, size_t errlen)
+int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pid_t pid,
+			   struct py_target *t, char *err, size_t errlen)
 {
-	return detect(src, pid, t, 1, err, errlen);
+	return detect(src, oc, pid, t, 1, err, errlen);
 }
 
-static int detect(const struct target_src *src, pid_t pid, struct py_target *t, int passes,
-		  char *err, size_t errlen)
+static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
+		  struct py_target *t, int passes, char *err, size_t errlen)
 {
 	struct proc_maps maps;
-	struct candidate c = { .src = src };
+	struct candidate c = { .src = src, .oc = oc };
 	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->src = src;
+	t->objs = oc;
 	t->pid = pid;
 	t->start_time = proc_start_time(pid);
 	proc_comm(src, pid, t->comm, sizeof(t->comm));
@@ -285,7 +287,6 @@ static int detect(const struct target_src *src, pid_t pid, struct py_target *t, 
 	fill_bpf_config(t, &c);
 	ret = 0;
 out:
-	elf_file_close(c.ef);
 	proc_maps_free(&maps);
 	return ret;
 }

@@ -9,8 +9,11 @@
 #include "pyoffsets.h"
 #include "target_src.h"
 
+struct objcache;
+
 struct py_target {
 	const struct target_src *src;	/* where its memory and files are read */
+	struct objcache *objs;		/* where its ELF files are opened (objcache.h) */
 	pid_t pid;
 	uint64_t start_time;		/* with pid, identifies the process */
 	unsigned major, minor, micro;
@@ -25,15 +28,16 @@ struct py_target {
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in
- * t->src). On failure returns -1 with one line in err saying what was
+ * t->src), its files opened through the object layer oc (kept in t->objs),
+ * so the native unwinder and symbolizer find them already open. On failure returns -1 with one line in err saying what was
  * found and what to do. */
-int pyversion_detect(const struct target_src *src, pid_t pid, struct py_target *t, char *err,
-		     size_t errlen);
+int pyversion_detect(const struct target_src *src, struct objcache *oc, pid_t pid,
+		     struct py_target *t, char *err, size_t errlen);
 
 /* The same, but only files named like a Python interpreter are probed:
  * cheap enough to run over every process of a host. */
-int pyversion_detect_named(const struct target_src *src, pid_t pid, struct py_target *t,
-			   char *err, size_t errlen);
+int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pid_t pid,
+			   struct py_target *t, char *err, size_t errlen);
 
 /* A py_read_fn (pylayout.h) over target t (ctx): reads through t->src. */
 static inline int pyversion_read(void *ctx, uint64_t addr, void *buf, size_t len)

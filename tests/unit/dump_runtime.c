@@ -11,6 +11,7 @@
  * (no permission, no generated entry), 2 usage or lookup error.
  */
 #include "elffile.h"
+#include "objcache.h"
 #include "proc.h"
 #include "pydebugoffsets.h"
 #include "pyoffsets.h"
@@ -126,11 +127,13 @@ static void compare(const char *label, const struct py_layout *got,
 static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 {
 	static struct py_target t;
-	char err[512];
+	struct objcache *oc = objcache_new(NULL);
+	char err[512] = "out of memory";
 
-	if (pyversion_detect(target_src_live(), pid, &t, err, sizeof(err))) {
+	if (!oc || pyversion_detect(target_src_live(), oc, pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
 		failed++;
+		objcache_free(oc);
 		return;
 	}
 	check(t.layout.source && strstr(t.layout.source, "_Py_DebugOffsets") != NULL,
@@ -150,6 +153,7 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 		      t.bpf.off.frame_span, want.frame_span);
 	}
 	compare("detect vs parse:", &t.layout, l);
+	objcache_free(oc);
 }
 
 static int run(pid_t pid, int raw)

@@ -21,6 +21,7 @@
  * One "ok ..." / "FAIL ..." line per check. Exit 0 all ok, 1 a check
  * failed, 2 usage.
  */
+#include "objcache.h"
 #include "pyasyncio.h"
 #include "pythread.h"
 #include "pyversion.h"
@@ -135,6 +136,21 @@ static void cached_checks(const struct py_target *t, uint64_t tstate, uint64_t c
 	pyasyncio_cache_free(c);
 }
 
+/* pyversion_detect() with the object layer the target's files are opened
+ * through; the layer lives as long as the test process. */
+static int detect(long pid, struct py_target *t, char *err, size_t errlen)
+{
+	static struct objcache *oc;
+
+	if (!oc)
+		oc = objcache_new(NULL);
+	if (!oc) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return pyversion_detect(target_src_live(), oc, (pid_t)pid, t, err, errlen);
+}
+
 /* want: the labels of the main thread's and the side thread's task. */
 static int live(long pid, const char *want_main, const char *want_side)
 {
@@ -143,7 +159,7 @@ static int live(long pid, const char *want_main, const char *want_side)
 	char err[512], buf[PYASYNCIO_LABEL_MAX];
 	int n, main_seen = 0, side_seen = 0;
 
-	if (pyversion_detect(target_src_live(), (pid_t)pid, &t, err, sizeof(err))) {
+	if (detect(pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
 		return 1;
 	}
@@ -185,7 +201,7 @@ static int refuse(long pid, unsigned minor)
 	char err[512], buf[PYASYNCIO_LABEL_MAX];
 	int n, refused = 0, labelled = 0;
 
-	if (!c || pyversion_detect(target_src_live(), (pid_t)pid, &t, err, sizeof(err))) {
+	if (!c || detect(pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", c ? err : "out of memory");
 		return 1;
 	}

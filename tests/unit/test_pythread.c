@@ -22,6 +22,7 @@
  * Exit 0 all ok, 1 a check failed, 77 cannot test here, 2 usage.
  */
 #define _GNU_SOURCE
+#include "objcache.h"
 #include "pyoffsets.h"
 #include "pythread.h"
 #include "pyversion.h"
@@ -455,8 +456,10 @@ int main(int argc, char **argv)
 	static struct fake_src fake;
 	struct target_src counting = { .ops = &counting_ops, .ctx = &fake };
 	struct expect ex[NEXPECT];
-	char err[512];
+	struct objcache *oc;
+	char err[512] = "out of memory";
 	long pid;
+	int rc;
 
 	if (argc != 4 || (strcmp(argv[1], "names") && strcmp(argv[1], "gil"))) {
 		fprintf(stderr, "usage: test_pythread names|gil PID OUTFILE\n");
@@ -470,8 +473,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fake.live = target_src_live();
-	if (pyversion_detect(&counting, (pid_t)pid, &t, err, sizeof(err))) {
+	oc = objcache_new(NULL);
+	if (!oc || pyversion_detect(&counting, oc, (pid_t)pid, &t, err, sizeof(err))) {
 		printf("FAIL pyversion_detect: %s\n", err);
+		objcache_free(oc);
 		return 1;
 	}
 	printf("# pid %ld: Python %u.%u.%u, %s, layout %s\n", pid, t.major, t.minor, t.micro,
@@ -481,5 +486,7 @@ int main(int argc, char **argv)
 	else
 		run_gil(&t, ex);
 	printf("# %u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	rc = failed ? 1 : 0;
+	objcache_free(oc);
+	return rc;
 }
