@@ -1,10 +1,12 @@
 #!/bin/sh
 # Each ELF object is opened once per profiler run, however many subsystems
 # use it: the interpreter probe at attach (src/python/pyversion.c), the 3.6
-# GIL symbols (src/python/pythread.c), the unwinder and the symbolizer all
+# GIL symbols (src/python/pythread.c), the BPF unwind tables
+# (src/live/ktables.c), the unwinder and the symbolizer all
 # go through the native object layer (src/native/objcache.c), whose -v line
 # counts the files opened and the distinct ones among them.
-# Two live targets of the same interpreter, with and without native frames:
+# Two live targets of the same interpreter, with native frames (libunwind;
+# --unwind both: BPF tables and libunwind) and without:
 #  - the -v line says N opened, N distinct, N >= 1 (the probe is counted);
 #  - with strace installed, the files the profiler really opened (mapped
 #    files and debug files, resolved to their targets) are each opened once
@@ -92,6 +94,8 @@ run_case() {
 	ran=$((ran + 1))
 	check_run "$label, two targets, native frames" -p "$1" -p "$2"
 	check_run "$label, two targets, --no-native" --no-native -p "$1" -p "$2"
+	# The BPF unwind tables (src/live/ktables.c) open objects too.
+	check_run "$label, two targets, --unwind both" --unwind both -p "$1" -p "$2"
 	for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	pids=""
 }

@@ -9,6 +9,7 @@
 #include "ktables.h"
 
 #include "elffile.h"
+#include "objcache.h"
 #include "proc.h"
 #include "pyperf.h"
 #include "target_src.h"
@@ -28,7 +29,6 @@
 #define KT_RELOAD_NS	(200ull * 1000 * 1000)	/* per process, at most */
 #define KT_PIDS		4096			/* reload throttle slots */
 #define KT_SEGS		16
-#define KT_VDSO_MAX	(1u << 20)
 #define KT_VDSO_INO	UINT64_MAX		/* the vDSO's key: no file */
 
 struct kt_obj {
@@ -49,6 +49,7 @@ struct ktables {
 	int rows_fd, objs_fd, procs_fd, pages_fd;
 	uint32_t max_rows, next_row;
 	uint32_t next_page;
+	struct objcache *oc;			/* where object files are opened */
 	struct kt_obj obj[PY_UNWIND_MAX_OBJS];	/* [0] unused: id 0 = none */
 	struct kt_pid pids[KT_PIDS];
 	struct ktables_stats st;
@@ -64,12 +65,13 @@ static uint64_t mono_ns(void)
 }
 
 struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, int pages_fd,
-			    uint32_t max_rows)
+			    uint32_t max_rows, struct objcache *oc)
 {
 	struct ktables *kt = calloc(1, sizeof(*kt));
 
 	if (!kt)
 		return NULL;
+	kt->oc = oc;
 	kt->rows_fd = rows_fd;
 	kt->objs_fd = objs_fd;
 	kt->procs_fd = procs_fd;
@@ -233,31 +235,14 @@ static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct
 	return id;
 }
 
-static struct elf_file *open_vdso(const struct target_src *src, pid_t pid,
-				  const struct proc_map *m)
-{
-	size_t len = m->end - m->start;
-	struct elf_file *ef = NULL;
-	void *buf;
-
-	if (len > KT_VDSO_MAX)
-		return NULL;
-	buf = malloc(len);
-	if (buf && target_read(src, pid, m->start, buf, len) == 0)
-		ef = elf_file_open_mem(buf, len);
-	free(buf);
-	return ef;
-}
-
 /* The object behind an executable mapping (loading it if new), 0 if none. */
 static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_t pid,
 			  const struct proc_map *m)
 {
 	struct kt_obj key = { 0 };
 	char path[PATH_MAX + 64];
-	struct elf_file *ef;
+	const struct oc_obj *oo;
 	struct stat st;
-	uint32_t id;
 
 	if (strcmp(m->path, "[vdso]") == 0) {
 		key.ino = KT_VDSO_INO;
@@ -280,14 +265,12 @@ static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_
 		    o->mtime_ns == key.mtime_ns)
 			return i;
 	}
-	ef = key.ino == KT_VDSO_INO ? open_vdso(src, pid, m) : target_open_elf(src, path);
-	if (!ef) {
+	oo = objcache_map_obj(kt->oc, src, pid, m);
+	if (!oo) {
 		kt->st.objects_failed++;
 		return 0;
 	}
-	id = add_object(kt, ef, &key);
-	elf_file_close(ef);
-	return id;
+	return add_object(kt, oo->ef, &key);
 }
 
 /* runtime - link-time address for mapping m of object o. */

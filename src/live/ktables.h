@@ -28,11 +28,14 @@ struct ktables_stats {
 };
 
 struct ktables;
+struct objcache;
 struct target_src;
 
-/* The map fds of the loaded program; max_rows is unwind_rows' size. */
+/* The map fds of the loaded program; max_rows is unwind_rows' size. Object
+ * files are opened through oc, the session's native object layer, so the
+ * user-space unwinder and symbolizer do not open them again. */
 struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, int pages_fd,
-			    uint32_t max_rows);
+			    uint32_t max_rows, struct objcache *oc);
 void ktables_free(struct ktables *kt);
 
 /* Loads the tables of every executable mapping of pid (its maps, memory

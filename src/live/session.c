@@ -193,7 +193,8 @@ static int load_tables(struct session *s)
 	s->kt = ktables_new(bpf_map__fd(s->skel->maps.unwind_rows),
 			    bpf_map__fd(s->skel->maps.unwind_objs),
 			    bpf_map__fd(s->skel->maps.unwind_procs),
-			    bpf_map__fd(s->skel->maps.unwind_pages), PY_UNWIND_MAX_ROWS);
+			    bpf_map__fd(s->skel->maps.unwind_pages), PY_UNWIND_MAX_ROWS,
+			    s->sink.objs);
 	if (!s->kt) {
 		fprintf(stderr, "pyperf-pprof: out of memory for the unwind tables\n");
 		return -1;

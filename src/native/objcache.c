@@ -330,7 +330,10 @@ static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
 	}
 	if (!ef)
 		goto fail;
-	oc->st.elf_opens++;
+	if (stp)
+		oc->st.elf_opens++;
+	else
+		oc->st.vdso_copies++;
 	if (elf_file_build_id(ef, id, sizeof(id), &idlen))
 		idlen = 0;
 	o = idlen ? obj_find(oc, NULL, id, idlen) : NULL;
@@ -348,7 +351,8 @@ static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
 	o->serial = ++oc->serial;
 	o->tick = ++oc->tick;
 	oc->st.obj_loads++;
-	note_identity(oc, identity(o));
+	if (stp)
+		note_identity(oc, identity(o));
 	return o;
 fail:
 	oc->st.obj_failures++;
@@ -512,10 +516,11 @@ void objcache_describe(const struct objcache *oc, char *buf, size_t len)
 {
 	const struct objcache_stats *s = &oc->st;
 
-	snprintf(buf, len, "native objects: %llu opened, %llu maps parses (%llu distinct objects"
-		 " and debug files, %llu debug files; entries: %llu loaded, %llu hits, %llu evicted,"
+	snprintf(buf, len, "native objects: %llu opened, %llu maps parses, %llu vDSO images read"
+		 " (%llu distinct files and debug files, %llu debug files; entries: %llu loaded, %llu hits, %llu evicted,"
 		 " %llu failures; processes: %llu hits, %llu misses, %llu evicted; %llu table bytes)",
 		 (unsigned long long)s->elf_opens, (unsigned long long)s->maps_reads,
+		 (unsigned long long)s->vdso_copies,
 		 (unsigned long long)s->distinct, (unsigned long long)s->debug_files,
 		 (unsigned long long)s->obj_loads, (unsigned long long)s->obj_hits,
 		 (unsigned long long)s->obj_evictions, (unsigned long long)s->obj_failures,

@@ -73,7 +73,8 @@ struct objcache_opts {
 };
 
 struct objcache_stats {
-	uint64_t elf_opens;		/* ELF files opened: objects, vDSO copies, debug files */
+	uint64_t elf_opens;		/* ELF files opened: objects and debug files */
+	uint64_t vdso_copies;		/* vDSO images read from target memory (no file) */
 	uint64_t distinct;		/* distinct objects and debug files among them */
 	uint64_t obj_loads, obj_hits, obj_evictions, obj_failures;
 	uint64_t debug_files;		/* separate debug files opened */
@@ -133,8 +134,8 @@ void objcache_forget_pid(struct objcache *oc, int pid);
 
 const struct objcache_stats *objcache_get_stats(const struct objcache *oc);
 
-/* One line for -v: "native objects: N opened, M maps parses (...)". Each
- * object opened once: N equals the distinct count in it. */
+/* One line for -v: "native objects: N opened, M maps parses, V vDSO
+ * images read (D distinct ...)". Each file opened once: N equals D. */
 void objcache_describe(const struct objcache *oc, char *buf, size_t len);
 
 #endif
