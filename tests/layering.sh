@@ -3,7 +3,8 @@
 #  1. every #include "..." of src/ and bpf/ points down the data flow of
 #     doc/architecture.md (a folder includes only itself and the folders
 #     before it in LAYERS below) and there is no include cycle between
-#     files; the folder graph is printed;
+#     files; the folder graph is printed; README.md's Layout table has a
+#     line for each file;
 #  2. neither libpyperf.a nor the binary defines a global symbol that
 #     libc's dynamic symbol table also defines (an override such as a
 #     process_vm_readv() that reroutes every caller).
@@ -39,7 +40,7 @@ files = {}
 for d in ("src", "bpf"):
     for root, _, names in os.walk(os.path.join(top, d)):
         for n in names:
-            if n.endswith((".c", ".h")):
+            if n.endswith((".c", ".h")) and n not in generated:
                 rel = os.path.relpath(os.path.join(root, n), top)
                 if n in files:
                     print("FAIL two files named %s: %s and %s (includes are by name)"
@@ -102,8 +103,21 @@ for f in sorted(deps):
 for c in cycles:
     print("FAIL include cycle: " + " -> ".join(c))
     bad += 1
+# The README's Layout table: one line per file, no line for a gone file.
+try:
+    readme = open(os.path.join(top, "README.md")).read()
+    table = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+except (OSError, IndexError):
+    table = ""
+listed = set(re.findall(r"^\| `((?:src|bpf)/[^`]+)` \|", table, re.M))
+for rel in sorted(set(deps) - listed):
+    print("FAIL %s has no line in README.md's Layout table" % rel)
+    bad += 1
+for rel in sorted(listed - set(deps) - set(r for r in listed if not r.endswith((".c", ".h")))):
+    print("FAIL README.md's Layout table lists %s, which does not exist" % rel)
+    bad += 1
 if not bad:
-    print("PASS %d files in %d folders: every include goes down the data flow, no include cycle"
+    print("PASS %d files in %d folders: every include goes down the data flow, no include cycle, each in README.md's Layout table"
           % (len(deps), len(set(module(r) for r in deps))))
 sys.exit(1 if bad else 0)
 EOF
