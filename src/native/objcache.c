@@ -517,8 +517,9 @@ void objcache_describe(const struct objcache *oc, char *buf, size_t len)
 	const struct objcache_stats *s = &oc->st;
 
 	snprintf(buf, len, "native objects: %llu opened, %llu maps parses, %llu vDSO images read"
-		 " (%llu distinct files and debug files, %llu debug files; entries: %llu loaded, %llu hits, %llu evicted,"
-		 " %llu failures; processes: %llu hits, %llu misses, %llu evicted; %llu table bytes)",
+		 " (%llu distinct files and debug files, %llu debug files; entries: %llu loaded,"
+		 " %llu hits, %llu evicted, %llu failures; processes: %llu hits, %llu misses,"
+		 " %llu evicted; %llu table bytes)",
 		 (unsigned long long)s->elf_opens, (unsigned long long)s->maps_reads,
 		 (unsigned long long)s->vdso_copies,
 		 (unsigned long long)s->distinct, (unsigned long long)s->debug_files,
