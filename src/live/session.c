@@ -582,7 +582,7 @@ static void interval_counts(const struct session *s, struct sample_counts *d)
 #define SINCE(f) d->f = n->f - z->f
 	SINCE(records); SINCE(malformed); SINCE(no_python); SINCE(truncated);
 	SINCE(read_errors); SINCE(bad_frames); SINCE(native_stacks);
-	SINCE(native_errors); SINCE(stack_errors); SINCE(merge_errors);
+	SINCE(native_errors); SINCE(stack_errors); SINCE(merge_errors); SINCE(trampolines);
 	SINCE(offcpu_dropped);
 #undef SINCE
 }
@@ -713,9 +713,9 @@ static void print_native_stats(const struct session *s)
 	if (!u)
 		goto symbols;
 	fprintf(stderr, "pyperf-pprof: unwind: stacks=%" PRIu64 " frames=%" PRIu64 " (dwarf %" PRIu64
-		", fp %" PRIu64 ") ends: outermost=%" PRIu64 " max=%" PRIu64 " no_info=%" PRIu64
+		", fp %" PRIu64 ", trampoline %" PRIu64 ") ends: outermost=%" PRIu64 " max=%" PRIu64 " no_info=%" PRIu64
 		" bad_frame=%" PRIu64 " read=%" PRIu64 "\n", u->stacks, u->frames, u->frames_dwarf,
-		u->frames_fp, u->end_outermost, u->end_max, u->end_no_info, u->end_bad_frame,
+		u->frames_fp, u->frames_trampoline, u->end_outermost, u->end_max, u->end_no_info, u->end_bad_frame,
 		u->end_read);
 	fprintf(stderr, "pyperf-pprof: unwind memory: words from stack=%" PRIu64 " file=%" PRIu64
 		" target=%" PRIu64 " failed=%" PRIu64 "; .debug_frame tables=%" PRIu64 "\n",
@@ -767,8 +767,9 @@ static void print_summary(struct session *s)
 	if (s->sink.nsym)
 		say(s, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
 		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches, %"
-		    PRIu64 " marked (mapping not loaded yet)\n", n->native_stacks, n->native_errors,
-		    n->stack_errors, n->merge_errors, n->native_not_loaded);
+		    PRIu64 " marked (mapping not loaded yet), %" PRIu64
+		    " perf trampoline frames hidden\n", n->native_stacks, n->native_errors,
+		    n->stack_errors, n->merge_errors, n->native_not_loaded, n->trampolines);
 	if (s->ksym)
 		say(s, "pyperf-pprof: kernel: %" PRIu64 " samples with kernel frames (%zu kernel symbols)\n",
 		    n->kernel_stacks, ksym_count(s->ksym));

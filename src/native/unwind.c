@@ -23,6 +23,7 @@
 #include "objcache.h"
 #include "proc.h"
 #include "target_src.h"
+#include "trampoline.h"
 
 #include <elf.h>
 #include <libunwind.h>
@@ -71,6 +72,7 @@ struct uw_call {
 	uint64_t regs[UNWIND_REG_COUNT];	/* where libunwind (re)starts */
 	int refreshed;			/* maps re-read during this stack */
 	int noinfo;			/* find_proc_info found no CFI */
+	uint8_t *kinds;			/* per frame: enum unwind_frame_kind, or NULL */
 	unsigned target_reads;
 	uint64_t rlo, rhi;		/* last file-backed region served ... */
 	const uint8_t *rbase;		/* ... our copy of its bytes */
@@ -564,6 +566,46 @@ static int fp_restart(struct uw_call *c, unw_cursor_t *cur, const uint64_t *fr)
 	return 0;
 }
 
+/* Code bytes around ip, read in two parts where they cross a page: the
+ * target is read a page at a time. */
+static int read_code(struct uw_call *c, uint64_t ip, uint8_t *buf)
+{
+	uint64_t lo = ip - TRAMP_BEFORE, len = TRAMP_BEFORE + TRAMP_AFTER;
+	uint64_t first = UW_PAGE - (lo & (UW_PAGE - 1));
+
+	if (ip < TRAMP_BEFORE)
+		return -1;
+	if (first >= len)
+		return mem_read(c, lo, buf, len);
+	return mem_read(c, lo, buf, first) || mem_read(c, lo + first, buf + first, len - first);
+}
+
+/* A frame libunwind has no CFI for, inside code whose shape is known (a
+ * CPython perf trampoline): its rule gives the caller, then a fresh
+ * libunwind cursor starts there. 0 if it restarted. */
+static int tramp_restart(struct uw_call *c, unw_cursor_t *cur, const uint64_t *fr)
+{
+	uint64_t sp = fr[UNWIND_REG_RSP], cfa, ret, bp = fr[UNWIND_REG_RBP];
+	uint8_t code[TRAMP_BEFORE + TRAMP_AFTER];
+	struct tramp_rule rule;
+
+	if (read_code(c, fr[UNWIND_REG_RIP], code) || !tramp_match(code, &rule))
+		return -1;
+	cfa = sp + rule.cfa;
+	if (mem_read(c, cfa - 8, &ret, 8) || !is_code(c, ret))
+		return -1;
+	if (rule.rbp && mem_read(c, cfa + rule.rbp, &bp, 8))
+		return -1;
+	memcpy(c->regs, fr, sizeof(c->regs));
+	c->regs[UNWIND_REG_RIP] = ret;
+	c->regs[UNWIND_REG_RSP] = cfa;
+	c->regs[UNWIND_REG_RBP] = bp;
+	if (unw_init_remote(cur, c->ps->as, c) < 0)
+		return -1;
+	c->u->st.frames_trampoline++;
+	return 0;
+}
+
 static int walk(struct uw_call *c, uint64_t *pcs, size_t max, size_t *n)
 {
 	uint64_t fr[UNWIND_REG_COUNT], prev_sp = 0;
@@ -582,6 +624,8 @@ static int walk(struct uw_call *c, uint64_t *pcs, size_t max, size_t *n)
 		/* Each caller's frame is above its callee's: no loops. */
 		if (*n && (sp <= prev_sp || !is_code(c, ip)))
 			return UNWIND_END_BAD_FRAME;
+		if (c->kinds)
+			c->kinds[*n] = UNWIND_FRAME_CODE;
 		pcs[(*n)++] = ip;
 		if (*n >= max)
 			return UNWIND_END_MAX;
@@ -597,7 +641,12 @@ static int walk(struct uw_call *c, uint64_t *pcs, size_t max, size_t *n)
 		}
 		if (r == 0)
 			return UNWIND_END_OUTERMOST;	/* CFI: rip undefined */
-		/* No CFI for ip, or the CFI's reads failed: try rbp. */
+		/* No CFI for ip: code of a known shape, else try rbp. */
+		if (c->noinfo && tramp_restart(c, &cur, fr) == 0) {
+			if (c->kinds)
+				c->kinds[*n - 1] = UNWIND_FRAME_TRAMPOLINE;
+			continue;
+		}
 		r = fp_restart(c, &cur, fr);
 		if (r)
 			return c->noinfo ? r : UNWIND_END_READ;
@@ -621,6 +670,12 @@ static int count_end(struct unwind_ctx *u, int end)
 int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 		 uint64_t *pcs, size_t max, size_t *n)
 {
+	return unwind_stack_kinds(u, in, pcs, NULL, max, n);
+}
+
+int unwind_stack_kinds(struct unwind_ctx *u, const struct unwind_input *in,
+		       uint64_t *pcs, uint8_t *kinds, size_t max, size_t *n)
+{
 	struct uw_call *c;
 	int end;
 
@@ -637,6 +692,7 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 	memset(c, 0, offsetof(struct uw_call, page));
 	c->u = u;
 	c->in = in;
+	c->kinds = kinds;
 	memcpy(c->regs, in->regs, sizeof(c->regs));
 	c->p = objcache_proc(u->oc, in->src, in->pid);
 	c->ps = c->p ? pstate_get(u, c->p) : NULL;

@@ -69,6 +69,7 @@ struct unwind_stats {
 	uint64_t stacks, frames;
 	uint64_t frames_dwarf;		/* steps taken with CFI */
 	uint64_t frames_fp;		/* steps taken with the frame pointer */
+	uint64_t frames_trampoline;	/* steps through CPython perf trampolines */
 	uint64_t end_outermost, end_max, end_no_info, end_bad_frame, end_read;
 	uint64_t debug_frame_tables;	/* .debug_frame sections indexed */
 	uint64_t mem_stack, mem_file;	/* word reads served from copies */
@@ -93,6 +94,20 @@ void unwind_ctx_free(struct unwind_ctx *u);
  */
 int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 		 uint64_t *pcs, size_t max, size_t *n);
+
+/* What a frame of unwind_stack_kinds() is. */
+enum unwind_frame_kind {
+	UNWIND_FRAME_CODE = 0,		/* ordinary code */
+	UNWIND_FRAME_TRAMPOLINE,	/* a CPython perf trampoline (no CFI,
+					 * known shape, see trampoline.h): it
+					 * only duplicates the Python frame its
+					 * eval-loop call runs */
+};
+
+/* unwind_stack() that also writes each frame's enum unwind_frame_kind to
+ * kinds[i] (kinds may be NULL). */
+int unwind_stack_kinds(struct unwind_ctx *u, const struct unwind_input *in,
+		       uint64_t *pcs, uint8_t *kinds, size_t max, size_t *n);
 
 const struct unwind_stats *unwind_get_stats(const struct unwind_ctx *u);
 

@@ -163,7 +163,7 @@ static long user_unwind(struct sample_sink *k, const struct py_target *t,
 	in.stack = (const uint8_t *)s + off;
 	in.stack_len = s->h.stack_len;
 	in.stack_addr = s->h.regs[PYREG_SP];
-	*end = unwind_stack(k->unw, &in, k->pcs, UNWIND_MAX_FRAMES, &n);
+	*end = unwind_stack_kinds(k->unw, &in, k->pcs, k->nkind, UNWIND_MAX_FRAMES, &n);
 	return (long)n;
 }
 
@@ -233,7 +233,28 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		k->n.native_errors++;
 	}
 	memcpy(k->pcs, k->kpcs, nk * 8);
+	memset(k->nkind, UNWIND_FRAME_CODE, nk);
 	return nk;
+}
+
+/* CPython's perf trampolines (-X perf) sit between each eval-loop call
+ * and its caller: they name the Python function the eval loop runs, which
+ * the Python frames already show. Drops them unless --all-native; returns
+ * the frames left in k->pcs. */
+static size_t drop_trampolines(struct sample_sink *k, size_t n)
+{
+	size_t kept = 0;
+
+	if (k->all_native)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		if (k->nkind[i] == UNWIND_FRAME_TRAMPOLINE) {
+			k->n.trampolines++;
+			continue;
+		}
+		k->pcs[kept++] = k->pcs[i];
+	}
+	return kept;
 }
 
 /* The native frames of a record into k->nloc / k->neval; returns the
@@ -241,12 +262,15 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 			    const struct py_sample *s, size_t size)
 {
-	int not_loaded = 0;
+	int not_loaded = 0, leaf;
 	size_t n = native_pcs(k, t, s, size, &not_loaded);
 
+	/* Only the sampled ip is not a return address. */
+	leaf = n && (k->nkind[0] != UNWIND_FRAME_TRAMPOLINE || k->all_native);
+	n = drop_trampolines(k, n);
 	for (size_t i = 0; i < n; i++) {
-		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], i == 0, &k->neval[i],
-					     &k->nhide[i]);
+		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], i == 0 && leaf,
+					     &k->neval[i], &k->nhide[i]);
 		if (!k->nloc[i])
 			return 0;
 	}

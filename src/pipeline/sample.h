@@ -33,6 +33,7 @@ struct sample_counts {
 	uint64_t native_errors;	/* unwinds that stopped before the outermost frame */
 	uint64_t stack_errors;	/* BPF could not copy the user stack */
 	uint64_t merge_errors;	/* eval loops and Python groups that did not pair */
+	uint64_t trampolines;	/* CPython perf trampoline frames hidden */
 	uint64_t offcpu_dropped;	/* wall mode: more threads off CPU than OFFCPU_MAX */
 	uint64_t kernel_stacks;		/* --kernel: samples with kernel frames */
 	uint64_t record_bytes;		/* bytes of all records received */
@@ -97,6 +98,7 @@ struct sample_sink {
 	uint64_t codes[PYPERF_MAX_FRAMES];
 	uint8_t pyentry[PYPERF_MAX_FRAMES];
 	uint64_t pcs[UNWIND_MAX_FRAMES];
+	uint8_t nkind[UNWIND_MAX_FRAMES];	/* enum unwind_frame_kind */
 	uint64_t nloc[UNWIND_MAX_FRAMES];
 	uint8_t neval[UNWIND_MAX_FRAMES];
 	uint8_t nhide[UNWIND_MAX_FRAMES];	/* native_filter_hides() of each */

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "pysym.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,10 @@ static void validate_batch(struct pysym_cache *c, const struct py_target *t, siz
 		c->remote[i].iov_len = len;
 	}
 	got = target_readv(t->src, t->pid, c->local, n, c->remote, n);
+	/* The process has exited since the sample was taken (records still
+	 * queued when it ends): what was cached then is the best there is. */
+	if (got < 0 && errno == ESRCH)
+		return;
 	for (size_t i = 0; i < n; i++) {
 		/* An unreadable code object is gone: drop it too. */
 		if (got < (ssize_t)((i + 1) * len) ||

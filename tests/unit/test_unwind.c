@@ -9,6 +9,8 @@
  *  - a C chain described only by .debug_frame (tests/unit/unwind_nocfi.c),
  *  - a frame without any CFI (code in anonymous memory) that keeps a frame
  *    pointer, crossed with it,
+ *  - a CPython perf trampoline (anonymous memory, no CFI, no frame
+ *    pointer) crossed by its known shape, and that shape's table,
  *  - a short stack copy whose rest is read from the live target,
  *  - the same C chain run from a deleted copy of this binary,
  *  - Debian's stripped /usr/bin/python3.11, snapshotting from a ctypes call
@@ -33,6 +35,7 @@
 #include "proc.h"
 #include "target_src.h"
 #include "pyperf.h"
+#include "trampoline.h"
 #include "unwind.h"
 #include "unwind_snap.h"
 
@@ -212,7 +215,34 @@ __attribute__((noipa)) static int jit_caller(struct snap *s, uint64_t stack_end)
 	return 1;
 }
 
-/* Child mode: test_unwind --child FD c|nocfi|jit. Never returns. */
+/* CPython's x86_64 perf trampoline (Python/asm_trampoline.S, 3.12-3.14):
+ * sub $8,%rsp; call *%rcx; add $8,%rsp; ret. No CFI, rbp untouched. */
+static const uint8_t tramp_code[] = {
+	0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3,
+};
+
+typedef void (*tramp_fn)(struct snap *s, uint64_t stack_end, uint64_t max,
+			 void (*capture)(struct snap *, uint64_t, uint64_t));
+
+__attribute__((noipa)) static int tramp_caller(struct snap *s, uint64_t stack_end)
+{
+	void *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (mem == MAP_FAILED)
+		_exit(3);
+	/* Near the end of the page, so the code read crosses into the next
+	 * (unmapped) one only after the trampoline's last byte. */
+	memcpy((char *)mem + 4096 - 16 - sizeof(tramp_code), tramp_code, sizeof(tramp_code));
+	if (mprotect(mem, 4096, PROT_READ | PROT_EXEC))
+		_exit(3);
+	((tramp_fn)((char *)mem + 4096 - 16 - sizeof(tramp_code)))(s, stack_end, SNAP_STACK,
+								     snap_capture);
+	wait_forever();
+	return 1;
+}
+
+/* Child mode: test_unwind --child FD c|nocfi|jit|tramp. Never returns. */
 static int child_main(int fd, const char *chain)
 {
 	struct snap *s = mmap(NULL, SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -229,6 +259,8 @@ static int child_main(int fd, const char *chain)
 		nocfi_a(s, m->end);
 	else if (strcmp(chain, "jit") == 0)
 		jit_caller(s, m->end);
+	else if (strcmp(chain, "tramp") == 0)
+		tramp_caller(s, m->end);
 	else
 		chain_a(s, m->end);
 	_exit(0);
@@ -589,6 +621,73 @@ out:
 	nsym_ctx_free(ns);
 	objcache_free(oc);
 	objcache_free(ocd);
+}
+
+/* A perf trampoline is crossed by its shape, not by a frame pointer (the
+ * caller keeps none), and reported as such. */
+static void test_trampoline(const char *self)
+{
+	static const char *const tail[] = { "tramp_caller", "main", "__libc_start_main", NULL };
+	struct unwind_opts dwarf_only = { .no_fp_fallback = 1 };
+	struct unwind_ctx *u = unwind_ctx_new(&dwarf_only);
+	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	uint8_t kinds[MAX_NAMES];
+	struct target t;
+	struct unwind_input in;
+	struct stack st;
+
+	if (start_c_target(&t, self, "tramp")) {
+		check(0, "trampoline target started");
+		goto out;
+	}
+	snap_input(&t, &in);
+	unwind_and_name(u, ns, &in, &st);
+	print_stack("perf trampoline", &st);
+	check(st.n > 2 && !strcmp(st.names[1], "tramp_caller") && has_in_order(&st, tail) &&
+	      st.end == UNWIND_END_OUTERMOST,
+	      "perf trampoline: anonymous leaf, then tramp_caller ... main (end %d)", st.end);
+	check(unwind_get_stats(u)->frames_trampoline == 1 && unwind_get_stats(u)->frames_fp == 0,
+	      "perf trampoline: one trampoline step, no frame-pointer step");
+	memset(kinds, 0xff, sizeof(kinds));
+	st.end = unwind_stack_kinds(u, &in, st.pcs, kinds, MAX_NAMES, &st.n);
+	check(st.n > 2 && kinds[0] == UNWIND_FRAME_TRAMPOLINE && kinds[1] == UNWIND_FRAME_CODE &&
+	      kinds[st.n - 1] == UNWIND_FRAME_CODE,
+	      "perf trampoline: kinds say which frame is the trampoline");
+out:
+	target_stop(&t);
+	unwind_ctx_free(u);
+	nsym_ctx_free(ns);
+}
+
+/* The shape table: every instruction boundary of both variants, and near
+ * misses that must not match. */
+static void test_tramp_shapes(void)
+{
+	static const uint8_t cet[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	static const struct { int cet; unsigned at; uint8_t cfa; } ok[] = {
+		{ 0, 0, 8 }, { 0, 4, 16 }, { 0, 6, 16 }, { 0, 10, 8 },
+		{ 1, 0, 8 }, { 1, 4, 8 }, { 1, 8, 16 }, { 1, 10, 16 }, { 1, 14, 8 },
+	};
+	uint8_t code[TRAMP_BEFORE + TRAMP_AFTER];
+	struct tramp_rule r;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint8_t *start = code + TRAMP_BEFORE - ok[i].at;
+
+		memset(code, 0xcc, sizeof(code));
+		if (ok[i].cet)
+			memcpy(start, cet, sizeof(cet));
+		memcpy(start + (ok[i].cet ? sizeof(cet) : 0), tramp_code, sizeof(tramp_code));
+		check(tramp_match(code, &r) == 1 && r.cfa == ok[i].cfa && r.rbp == 0,
+		      "trampoline shape%s at +%u: cfa rsp+%u", ok[i].cet ? " (CET)" : "",
+		      ok[i].at, ok[i].cfa);
+	}
+	memset(code, 0xcc, sizeof(code));
+	memcpy(code + TRAMP_BEFORE - 5, tramp_code, sizeof(tramp_code));
+	check(tramp_match(code, &r) == 0, "trampoline shape: ip inside an instruction: no match");
+	memcpy(code + TRAMP_BEFORE - 6, tramp_code, sizeof(tramp_code));
+	code[TRAMP_BEFORE - 6 + 3] = 0x10;	/* sub $16,%rsp */
+	check(tramp_match(code, &r) == 0, "trampoline shape: other code: no match");
 }
 
 /* A copy of this binary, deleted while it runs: map_files still opens it. */
@@ -955,6 +1054,8 @@ int main(int argc, char **argv)
 	test_c_chain(self);
 	test_nocfi_chain(self);
 	test_jit_frame(self);
+	test_tramp_shapes();
+	test_trampoline(self);
 	test_deleted(self);
 	test_refresh(self);
 	test_python();
