@@ -235,6 +235,7 @@ struct walk_ctx {
 	const struct py_walk_offsets *off;
 	struct py_sample *s;
 	__u64 frame;
+	__u64 mark;	/* Brent's cycle check: a frame seen before */
 	__u32 n;
 	int err;
 };
@@ -279,12 +280,18 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		c->err = 1;
 		return 1;
 	}
-	c->frame = f.back;
 	verdict = py_frame_classify(off, &f);
-	if (verdict == PY_FRAME_BAD) {
-		c->err = 1;
+	/* Garbage (see py_frame_classify) or a cycle: the walk stops, and
+	 * user space shows one placeholder where it did. */
+	if (verdict == PY_FRAME_BAD || (c->frame & 7) || (c->mark && f.back == c->mark)) {
+		c->s->h.flags |= SAMPLE_F_BAD_CHAIN;
 		return 1;
 	}
+	/* The mark moves to every 2^k-th frame: a cycle of any length is
+	 * found within twice its length plus its tail. */
+	if ((i & (i + 1)) == 0)
+		c->mark = c->frame;
+	c->frame = f.back;
 	/* A shim frame carries no Python code but marks where an eval-loop
 	 * call began: the frame recorded before it is its outermost. */
 	if (verdict == PY_FRAME_SHIM) {
@@ -781,6 +788,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		}
 		if (s->h.flags & SAMPLE_F_TRUNCATED)
 			stat_inc(STAT_TRUNCATED);
+		if (s->h.flags & SAMPLE_F_BAD_CHAIN)
+			stat_inc(STAT_BAD_CHAIN);
 	}
 	if (w.n > PYPERF_MAX_FRAMES)
 		w.n = PYPERF_MAX_FRAMES;

@@ -71,7 +71,10 @@ struct py_walk_offsets {
 					 * which copy of the bytecode instr_ptr is in */
 	__u8 owner_shim;		/* PY_ENTRY_SHIM: owner values >= this are
 					 * frames without Python code */
-	__u8 _pad[3];
+	__u8 lasti_in_code;		/* 1: frame_lasti points into the code
+					 * object (3.11-3.13), a plausibility
+					 * check of each frame */
+	__u8 _pad[2];
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -155,6 +158,8 @@ static __always_inline __u32 py_gil_flags(const struct py_gil_read *g, __u64 tst
 		return g->current == tstate ? SAMPLE_F_GIL_HELD : 0;
 	return SAMPLE_F_GIL_UNKNOWN;
 }
+#define SAMPLE_F_BAD_CHAIN	(1u << 11) /* the frame chain met an implausible
+					    * frame or a cycle: walk stopped */
 
 /* Counters the BPF side keeps per CPU in the "stats" map, by index. */
 enum pyperf_stat {
@@ -183,6 +188,7 @@ enum pyperf_stat {
 	STAT_TARGET_NS,		/* ns spent on target samples (from the
 				 * header's time to the record's output) */
 	STAT_NATIVE_NS,		/* ns of that in the native walk */
+	STAT_BAD_CHAIN,		/* walk stopped at an implausible frame or cycle */
 	STAT__COUNT,
 };
 
@@ -216,8 +222,14 @@ enum py_frame_verdict {
 	PY_FRAME_KEEP = 0,	/* a Python frame: record it */
 	PY_FRAME_SHIM,		/* no Python code; marks an eval-loop entry */
 	PY_FRAME_BAD,		/* f_executable is NULL, a tagged int or an
-				 * invalid tag: stop, the stack is not trusted */
+				 * invalid tag, a pointer is misaligned, or the
+				 * instruction pointer lies outside the code
+				 * object: stop, the stack is not trusted */
 };
+
+/* Largest distance from a code object to its frames' instruction pointer
+ * where lasti_in_code (the bytecode is stored inside the code object). */
+#define PY_CODE_SPAN_MAX	(16u << 20)
 
 #ifdef __bpf__
 #define PY_WIN_LD(w, off, type) (*(const type *)((w) + ((off) & (PYPERF_FRAME_WIN - 1))))
@@ -257,15 +269,22 @@ static __always_inline void py_frame_decode(const struct py_walk_offsets *off, c
 static __always_inline int py_frame_classify(const struct py_walk_offsets *off,
 					     struct py_frame_fields *f)
 {
+	/* A frame read in the middle of a push (the eval loop publishes its
+	 * frame a few instructions before it links it) or from freed memory
+	 * holds garbage; following it yields a column of unreadable frames. */
+	if (f->back & 7)
+		return PY_FRAME_BAD;
 	if (off->entry_kind == PY_ENTRY_SHIM && f->owner >= off->owner_shim)
 		return PY_FRAME_SHIM;
 	if (off->code_tag_mask) {
 		if ((f->code & 3) == 3 || (f->code & 3) == 2)
 			return PY_FRAME_BAD;
 		f->code &= ~(__u64)off->code_tag_mask;
-		if (!f->code || (f->code & 7))
-			return PY_FRAME_BAD;
 	}
+	if (!f->code || (f->code & 7))
+		return PY_FRAME_BAD;
+	if (off->lasti_in_code && f->lasti - f->code > PY_CODE_SPAN_MAX)
+		return PY_FRAME_BAD;
 	return PY_FRAME_KEEP;
 }
 

@@ -583,6 +583,7 @@ static void interval_counts(const struct session *s, struct sample_counts *d)
 	SINCE(records); SINCE(malformed); SINCE(no_python); SINCE(truncated);
 	SINCE(read_errors); SINCE(bad_frames); SINCE(native_stacks);
 	SINCE(native_errors); SINCE(stack_errors); SINCE(merge_errors); SINCE(trampolines);
+	SINCE(cut_walks);
 	SINCE(offcpu_dropped);
 #undef SINCE
 }
@@ -759,9 +760,9 @@ static void print_summary(struct session *s)
 	    profile_sample_count(s->sink.prof), (int)s->ts.added, s->ts.added == 1 ? "" : "es",
 	    n->threads, n->threads == 1 ? "" : "s", s->bpf_stats[STAT_LOST]);
 	say(s, "pyperf-pprof: errors: %" PRIu64 " without Python stack, %" PRIu64
-	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " partial reads, %"
-	    PRIu64 " malformed records\n", n->no_python, n->truncated, n->bad_frames,
-	    n->read_errors, n->malformed);
+	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " walks cut at a bad frame, %"
+	    PRIu64 " partial reads, %" PRIu64 " malformed records\n", n->no_python, n->truncated,
+	    n->bad_frames, n->cut_walks, n->read_errors, n->malformed);
 	if (s->sink.diff)
 		print_diff(s);
 	if (s->sink.nsym)
@@ -781,11 +782,13 @@ static void print_summary(struct session *s)
 		n->record_bytes, n->records ? (double)n->record_bytes / (double)n->records : 0.0);
 	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
 		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
-		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64 "\n",
+		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64
+		" bad_chain=%" PRIu64 "\n",
 		s->bpf_stats[STAT_EVENTS], s->bpf_stats[STAT_SENT], s->bpf_stats[STAT_LOST],
 		s->bpf_stats[STAT_NO_TSTATE], s->bpf_stats[STAT_READ_ERR],
 		s->bpf_stats[STAT_TRUNCATED], s->bpf_stats[STAT_VMA_ERR],
-		s->bpf_stats[STAT_STACK_READ_ERR], s->bpf_stats[STAT_STACK_PARTIAL]);
+		s->bpf_stats[STAT_STACK_READ_ERR], s->bpf_stats[STAT_STACK_PARTIAL],
+		s->bpf_stats[STAT_BAD_CHAIN]);
 	fprintf(stderr, "pyperf-pprof: bpf time: %.2f us per target sample (%.2f us of it in the native walk)\n",
 		s->bpf_stats[STAT_EVENTS] ? (double)s->bpf_stats[STAT_TARGET_NS] / 1e3 /
 		(double)s->bpf_stats[STAT_EVENTS] : 0.0,

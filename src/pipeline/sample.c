@@ -36,14 +36,59 @@ static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t 
 	return &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ lasti) % LOC_MEMO];
 }
 
+/* The BPF walk stopped at a frame it could not trust (an implausible
+ * frame or a cycle: see implausible() in pyperf.bpf.c): what lay beyond was
+ * garbage, so the stack ends here with one placeholder that closes its
+ * eval-loop group. Returns the new count, 0 if out of memory. */
+static size_t cut_walk(struct sample_sink *k, size_t n, int after_one)
+{
+	uint64_t loc;
+
+	k->n.cut_walks++;
+	if (after_one && n) {
+		k->pyentry[n - 1] = 1;
+		return n;
+	}
+	loc = synthetic(k, "[unreadable Python frame]");
+	if (!loc)
+		return 0;
+	k->pyentry[n] = 1;
+	k->pyloc[n++] = loc;
+	return n;
+}
+
+/* A code object unreadable now: usually freed since the sample (a module's
+ * body after its import), its neighbours still right. One placeholder
+ * stands for a run of them, so a chain that went astray shows as one frame,
+ * never as a column. Returns 0, or -1 if out of memory. */
+static int unreadable_frame(struct sample_sink *k, size_t *n, int entry, int after_one)
+{
+	uint64_t loc;
+
+	k->n.bad_frames++;
+	if (after_one && *n) {
+		k->pyentry[*n - 1] |= entry;
+		return 0;
+	}
+	loc = synthetic(k, "[unreadable Python frame]");
+	if (!loc)
+		return -1;
+	k->pyentry[*n] = entry;
+	k->pyloc[(*n)++] = loc;
+	return 0;
+}
+
 /* Resolves the Python frames into k->pyloc (leaf first) with their
- * eval-loop entry flags in k->pyentry; *np gets their number. */
+ * eval-loop entry flags in k->pyentry; *np gets their number and *cut
+ * whether the BPF walk stopped at a frame it could not trust. */
 static int python_frames(struct sample_sink *k, const struct py_target *t,
-			 const struct py_sample *s, size_t *np)
+			 const struct py_sample *s, size_t *np, int *cut)
 {
 	uint64_t mid = interpreter_mapping(k, t), prof = profile_serial(k->prof);
 	size_t n = 0;
+	int bad = 0;		/* the last frame kept is a placeholder */
 
+	*cut = 0;
 	for (unsigned i = 0; i < s->h.nframes; i++)
 		k->codes[i] = s->frames[i].code;
 	pysym_validate(k->syms, t, k->codes, s->h.nframes);
@@ -59,6 +104,7 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		if (key && m->key == key && m->lasti == f->lasti && m->prof == prof) {
 			k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
 			k->pyloc[n++] = m->loc;
+			bad = 0;
 			continue;
 		}
 		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, f->tlbc, &fi);
@@ -71,22 +117,26 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 			continue;
 		}
 		if (r < 0) {
-			k->n.bad_frames++;
-			loc = synthetic(k, "[unreadable Python frame]");
-		} else {
-			fid = profile_function(k->prof, fi.name, "", fi.filename,
-						 fi.firstlineno);
-			loc = fid ? profile_location(k->prof, mid, 0, fid,
-						     fi.line > 0 ? fi.line : 0) : 0;
-			if (loc && fi.key)
-				*memo_slot(k, fi.key, f->lasti) =
-					(struct loc_memo){ fi.key, f->lasti, prof, loc };
+			if (unreadable_frame(k, &n, (f->flags & FRAME_F_ENTRY) != 0, bad))
+				return -1;
+			bad = 1;
+			continue;
 		}
+		bad = 0;
+		fid = profile_function(k->prof, fi.name, "", fi.filename, fi.firstlineno);
+		loc = fid ? profile_location(k->prof, mid, 0, fid, fi.line > 0 ? fi.line : 0) : 0;
+		if (loc && fi.key)
+			*memo_slot(k, fi.key, f->lasti) =
+				(struct loc_memo){ fi.key, f->lasti, prof, loc };
 		if (!loc)
 			return -1;
 		k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
 		k->pyloc[n++] = loc;
 	}
+	if (s->h.flags & SAMPLE_F_BAD_CHAIN)
+		*cut = 1;
+	if (*cut && !(n = cut_walk(k, n, bad)))
+		return -1;
 	*np = n;
 	return 0;
 }
@@ -512,6 +562,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	const char *tname = NULL, *task = NULL;
 	char comm[PYPERF_COMM_LEN + 1];
 	size_t n = 0, np = 0, nn;
+	int cut;
 
 	if (size >= sizeof(s->h) && (s->h.flags & SAMPLE_F_OFFCPU_END)) {
 		struct offcpu *o = offcpu_slot(k, s->h.tid, 0);
@@ -527,7 +578,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		return 0;
 	}
 	count_thread(k, s->h.tid);
-	if (python_frames(k, t, s, &np))
+	if (python_frames(k, t, s, &np, &cut))
 		return -1;
 	if (s->h.nframes > k->n.max_depth)
 		k->n.max_depth = s->h.nframes;
@@ -539,7 +590,9 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		n = kernel_frames(k, s, size, n);
 	else if ((s->h.flags & SAMPLE_F_KERNEL) && k->nsym)
 		n = prepend(k, n, synthetic(k, "[kernel]"));
-	if (s->h.flags & SAMPLE_F_TRUNCATED) {
+	/* A cut walk ends before the depth limit: what was past it is not
+	 * Python stack, however deep the BPF walk went. */
+	if ((s->h.flags & SAMPLE_F_TRUNCATED) && !cut) {
 		k->n.truncated++;
 		k->locs[n++] = synthetic(k, "[truncated]");
 	}

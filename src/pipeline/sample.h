@@ -27,6 +27,8 @@ struct sample_counts {
 	uint64_t truncated;	/* stack deeper than the walk limit */
 	uint64_t read_errors;	/* BPF could not read the whole chain */
 	uint64_t bad_frames;	/* frames whose code object was unreadable */
+	uint64_t cut_walks;	/* Python stacks cut at an unreadable or implausible
+				 * frame or a cycle (one placeholder each) */
 	uint64_t max_depth;	/* deepest Python stack seen */
 	uint64_t threads;	/* distinct thread ids seen (up to TID_SET_SIZE) */
 	uint64_t native_stacks;	/* samples with a native stack unwound */

@@ -225,6 +225,11 @@ int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 		snprintf(err, errlen, "which pyperf-pprof does not support (supported: 3.6 to 3.15, free-threaded 3.13t to 3.15t)");
 		return PY_LAYOUT_UNSUPPORTED;
 	}
+	/* 3.11-3.13: a frame's instruction pointer points into its code
+	 * object's co_code_adaptive, which the BPF walk checks; 3.14 (tagged
+	 * references, per-thread bytecode copies) is not checked. */
+	out->walk.lasti_in_code = out->line_kind == PY_LINES_311 && !out->walk.code_tag_mask &&
+				  out->walk.frame_tlbc_index == NO16;
 	/* The BPF walk reads the frame fields with one copy of a bounded size. */
 	out->walk.frame_span = py_frame_span(&out->walk);
 	if (!out->walk.frame_span) {
