@@ -133,7 +133,9 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
 		k->pyloc[n++] = loc;
 	}
-	if (s->h.flags & SAMPLE_F_BAD_CHAIN)
+	/* Unreadable frames all the way to the depth limit: a chain that went
+	 * astray, which the BPF checks could not tell from a real one. */
+	if ((s->h.flags & SAMPLE_F_BAD_CHAIN) || (bad && (s->h.flags & SAMPLE_F_TRUNCATED)))
 		*cut = 1;
 	if (*cut && !(n = cut_walk(k, n, bad)))
 		return -1;

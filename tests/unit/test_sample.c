@@ -1,0 +1,190 @@
+/*
+ * Unit tests of src/pipeline/sample.c on synthetic records (issue 15, item
+ * 2): a Python walk that meets garbage must end in one placeholder, never
+ * in a column of them. The "target" is this process: fake 3.12 code
+ * objects and strings live in our own memory, laid out by the generated
+ * 3.12 table, so the real readers (process_vm_readv on ourselves) resolve
+ * them; a garbage code pointer points at an unmapped page. No root needed.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "collapsed.h"
+#include "profile.h"
+#include "pyoffsets.h"
+#include "pysym.h"
+#include "pyversion.h"
+#include "sample.h"
+
+static unsigned passed, failed;
+
+static void check(int ok, const char *what, const char *got)
+{
+	printf("%s %s\n", ok ? "ok" : "FAIL", what);
+	if (!ok)
+		printf("# got: %s\n", got);
+	ok ? passed++ : failed++;
+}
+
+/* One fake code object with its name, file and an empty line table (so
+ * line 0). */
+struct fake_code {
+	_Alignas(64) uint8_t code[1024];
+	_Alignas(16) uint8_t name[128], file[128], table[64];
+};
+
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+static void fake_str(const struct py_code_offsets *o, uint8_t *obj, const char *s)
+{
+	uint32_t state = (1u << 2) | (1u << 5) | (1u << 6);	/* 1-byte, compact, ascii */
+
+	put_u64(obj + o->unicode_length, strlen(s));
+	memcpy(obj + o->unicode_state, &state, 4);
+	memcpy(obj + o->unicode_ascii_size, s, strlen(s));
+}
+
+static void fake_code(const struct py_code_offsets *o, struct fake_code *c, const char *name)
+{
+	int32_t first = 10;
+
+	memset(c, 0, sizeof(*c));
+	fake_str(o, c->name, name);
+	fake_str(o, c->file, "fake.py");
+	put_u64(c->code + o->co_qualname, (uintptr_t)c->name);
+	put_u64(c->code + o->co_name, (uintptr_t)c->name);
+	put_u64(c->code + o->co_filename, (uintptr_t)c->file);
+	put_u64(c->code + o->co_linetable, (uintptr_t)c->table);
+	memcpy(c->code + o->co_firstlineno, &first, 4);
+}
+
+struct env {
+	struct py_target t;
+	struct sample_sink *k;
+	struct py_sample *s;
+	struct fake_code a, b, c;
+	uint64_t garbage;	/* an unmapped page */
+};
+
+static void frame(struct env *e, unsigned i, uint64_t code, uint32_t flags)
+{
+	e->s->frames[i].code = code;
+	/* Past the first instruction: a started frame. */
+	e->s->frames[i].lasti = code + e->t.layout.code.co_code_adaptive + 2;
+	e->s->frames[i].flags = flags;
+}
+
+/* Adds the record with n frames and flags to a fresh profile; returns its
+ * one collapsed line (static buffer). */
+static const char *run(struct env *e, unsigned n, uint32_t flags)
+{
+	static char line[4096];
+	char *text = NULL;
+	size_t len = 0;
+
+	profile_free(e->k->prof);
+	e->k->prof = profile_new();
+	profile_add_sample_type(e->k->prof, "samples", "count");
+	profile_add_sample_type(e->k->prof, "cpu", "nanoseconds");
+	memset(&e->k->n, 0, sizeof(e->k->n));
+	e->s->h.pid = (uint32_t)getpid();
+	e->s->h.tid = (uint32_t)getpid();
+	e->s->h.period = 1000;
+	e->s->h.flags = flags;
+	e->s->h.nframes = (uint16_t)n;
+	line[0] = '\0';
+	if (sample_add(e->k, &e->t, e->s, sizeof(e->s->h) + n * sizeof(e->s->frames[0])) ||
+	    collapsed_encode(e->k->prof, &text, &len))
+		return "(sample_add or encode failed)";
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+	free(text);
+	return line;
+}
+
+#define CODE(x) ((uint64_t)(uintptr_t)(x).code)
+
+static void test_cases(struct env *e)
+{
+	const char *got;
+
+	/* A chain that ran into garbage, 1024 frames deep (the BPF limit). */
+	frame(e, 0, CODE(e->a), 0);
+	frame(e, 1, CODE(e->b), FRAME_F_ENTRY);
+	for (unsigned i = 2; i < PYPERF_MAX_FRAMES; i++)
+		frame(e, i, e->garbage + 64 * i, i % 3 ? 0 : FRAME_F_ENTRY);
+	got = run(e, PYPERF_MAX_FRAMES, SAMPLE_F_TRUNCATED);
+	check(!strcmp(got, "[unreadable Python frame];b (fake.py:0);a (fake.py:0) 1"),
+	      "runaway walk: one placeholder at the root, no [truncated]", got);
+	check(e->k->n.cut_walks == 1 && e->k->n.truncated == 0, "runaway walk: counted as cut",
+	      "counters");
+
+	/* The BPF walk stopped at an implausible frame or a cycle. */
+	frame(e, 2, CODE(e->c), 0);
+	got = run(e, 3, SAMPLE_F_BAD_CHAIN);
+	check(!strcmp(got, "[unreadable Python frame];c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
+	      "BPF cut: frames up to the cut, then one placeholder", got);
+	check(e->k->n.cut_walks == 1, "BPF cut: counted", "counters");
+
+	/* One code object freed since the sample: its neighbours stay. */
+	frame(e, 1, e->garbage, 0);
+	got = run(e, 3, 0);
+	check(!strcmp(got, "c (fake.py:0);[unreadable Python frame];a (fake.py:0) 1"),
+	      "one unreadable frame in the middle: a placeholder, the outer frames kept", got);
+	check(e->k->n.cut_walks == 0 && e->k->n.bad_frames == 1, "one unreadable frame: not a cut",
+	      "counters");
+
+	/* A run of them is one placeholder. */
+	frame(e, 1, e->garbage, FRAME_F_ENTRY);
+	frame(e, 2, e->garbage + 4096 - 64, 0);
+	frame(e, 3, CODE(e->c), 0);
+	got = run(e, 4, 0);
+	check(!strcmp(got, "c (fake.py:0);[unreadable Python frame];a (fake.py:0) 1"),
+	      "a run of unreadable frames: one placeholder", got);
+
+	/* A clean walk is untouched, and a real truncation still says so. */
+	frame(e, 1, CODE(e->b), 0);
+	frame(e, 2, CODE(e->c), 0);
+	got = run(e, 3, SAMPLE_F_TRUNCATED);
+	check(!strcmp(got, "[truncated];c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
+	      "clean truncated walk: frames and [truncated]", got);
+}
+
+int main(void)
+{
+	const struct py_layout *l = py_layout_find(3, 12);
+	struct env *e = calloc(1, sizeof(*e));
+	void *page;
+
+	if (!l || !e)
+		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	e->t.pid = getpid();
+	e->t.major = 3;
+	e->t.minor = 12;
+	e->t.layout = *l;
+	snprintf(e->t.module, sizeof(e->t.module), "libpython3.12.so");
+	e->k = calloc(1, sizeof(*e->k));
+	e->s = calloc(1, sizeof(*e->s));
+	page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!e->k || !e->s || page == MAP_FAILED || munmap(page, 4096))
+		return 1;
+	e->garbage = (uint64_t)(uintptr_t)page;
+	e->k->syms = pysym_cache_new(256);
+	if (!e->k->syms)
+		return 1;
+	fake_code(&l->code, &e->a, "a");
+	fake_code(&l->code, &e->b, "b");
+	fake_code(&l->code, &e->c, "c");
+	test_cases(e);
+	profile_free(e->k->prof);
+	pysym_cache_free(e->k->syms);
+	free(e->s);
+	free(e->k);
+	free(e);
+	printf("%u passed, %u failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
