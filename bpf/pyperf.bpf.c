@@ -295,8 +295,22 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	/* A shim frame carries no Python code but marks where an eval-loop
 	 * call began: the frame recorded before it is its outermost. */
 	if (verdict == PY_FRAME_SHIM) {
-		if (n > 0 && n <= PYPERF_MAX_FRAMES)
+		if (n > 0 && n <= PYPERF_MAX_FRAMES &&
+		    !(c->s->frames[n - 1].flags & FRAME_F_ENTRY)) {
 			c->s->frames[n - 1].flags |= FRAME_F_ENTRY;
+			return 0;
+		}
+		/* No Python frame since the previous shim: this eval-loop
+		 * call is between frames (just entered, or clearing the frame
+		 * it returned from). An empty group keeps the merge paired. */
+		if (n < PYPERF_MAX_FRAMES) {
+			c->s->frames[n].code = 0;
+			c->s->frames[n].lasti = 0;
+			c->s->frames[n].self = 0;
+			c->s->frames[n].flags = FRAME_F_ENTRY | FRAME_F_EMPTY;
+			c->s->frames[n].tlbc = 0;
+			c->n = n + 1;
+		}
 		return 0;
 	}
 	if (n < PYPERF_MAX_FRAMES) {

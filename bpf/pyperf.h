@@ -195,6 +195,8 @@ enum pyperf_stat {
 /* py_frame_rec.flags */
 #define FRAME_F_ENTRY	(1u << 0) /* outermost frame of its eval-loop call:
 				   * the native/Python merge boundary */
+#define FRAME_F_EMPTY	(1u << 1) /* no frame: an eval-loop call that runs no
+				   * Python frame at this instant (3.12+) */
 
 struct py_frame_rec {
 	__u64 code;	/* PyCodeObject * */

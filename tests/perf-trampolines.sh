@@ -54,7 +54,7 @@ print("%d samples: %d stopped early, %d merge mismatches, %d trampolines hidden;
       "%d with the exact Python stack, %d with a placeholder or an anonymous frame"
       % (total, early, mism, hidden, good, bad))
 errors = []
-if n < 500 or total < 500:
+if n < 200 or total < 200:
     errors.append("too few samples (%d)" % total)
 if early > 0.02 * n or mism > 0.02 * n:
     errors.append("native stacks unwound and merged in under 98% of samples")

@@ -58,9 +58,18 @@ struct uw_tables {
 };
 
 /* ... and off a process: libunwind caches register rules by ip in it. */
+#define UW_TRAMP_MEMO		512	/* trampoline addresses kept per process */
+
 struct uw_pstate {
 	unw_addr_space_t as;
 	uint64_t maps_gen;		/* the maps its cache was built on */
+	/* Addresses found inside a perf trampoline, direct-mapped: a deep
+	 * stack crosses dozens, whose code would otherwise be read from the
+	 * target for every sample. Cleared when the maps change. */
+	struct uw_tramp {
+		uint64_t ip;		/* 0: empty */
+		struct tramp_rule rule;
+	} tramp[UW_TRAMP_MEMO];
 };
 
 /* State of one unwind_stack() call; libunwind's accessor argument. */
@@ -586,11 +595,19 @@ static int read_code(struct uw_call *c, uint64_t ip, uint8_t *buf)
 static int tramp_restart(struct uw_call *c, unw_cursor_t *cur, const uint64_t *fr)
 {
 	uint64_t sp = fr[UNWIND_REG_RSP], cfa, ret, bp = fr[UNWIND_REG_RBP];
+	uint64_t ip = fr[UNWIND_REG_RIP];
+	struct uw_tramp *memo = &c->ps->tramp[(ip >> 2) % UW_TRAMP_MEMO];
 	uint8_t code[TRAMP_BEFORE + TRAMP_AFTER];
 	struct tramp_rule rule;
 
-	if (read_code(c, fr[UNWIND_REG_RIP], code) || !tramp_match(code, &rule))
-		return -1;
+	if (memo->ip == ip) {
+		rule = memo->rule;
+	} else {
+		if (read_code(c, ip, code) || !tramp_match(code, &rule))
+			return -1;
+		memo->ip = ip;
+		memo->rule = rule;
+	}
 	cfa = sp + rule.cfa;
 	if (mem_read(c, cfa - 8, &ret, 8) || !is_code(c, ret))
 		return -1;
@@ -704,6 +721,7 @@ int unwind_stack_kinds(struct unwind_ctx *u, const struct unwind_input *in,
 		 * at an old address must not reuse them. */
 		if (c->ps->maps_gen != c->p->maps_gen) {
 			unw_flush_cache(c->ps->as, 0, 0);
+			memset(c->ps->tramp, 0, sizeof(c->ps->tramp));
 			c->ps->maps_gen = c->p->maps_gen;
 		}
 		end = walk(c, pcs, max, n);

@@ -101,6 +101,14 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		uint64_t fid, loc;
 		int r;
 
+		if (f->flags & FRAME_F_EMPTY) {
+			/* Pairs with its eval loop's native frame in the
+			 * merge, then leaves no location (merged_stack). */
+			k->pyentry[n] = 1;
+			k->pyloc[n++] = 0;
+			bad = 0;
+			continue;
+		}
 		if (key && m->key == key && m->lasti == f->lasti && m->prof == prof) {
 			k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
 			k->pyloc[n++] = m->loc;
@@ -109,6 +117,14 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		}
 		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, f->tlbc, &fi);
 
+		if (r == 1 && (f->flags & FRAME_F_ENTRY) && (n == 0 || k->pyentry[n - 1])) {
+			/* Alone in its eval-loop call (every call is, under
+			 * -X perf): the loop's prologue runs for it, so it is
+			 * shown at its first instruction, not dropped, or that
+			 * loop's native frame would have no Python partner. */
+			r = pysym_resolve(k->syms, t, f->code,
+					  f->code + t->layout.code.co_code_adaptive, f->self, &fi);
+		}
 		if (r == 1) {
 			/* A frame pushed but not started; if it ended its
 			 * eval-loop group, the frame before it does now. */
@@ -341,6 +357,7 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
 {
 	unsigned mismatches;
+	size_t out = 0;
 	size_t n = merge_stacks(k->neval, nn, k->pyentry, np, k->merged,
 				sizeof(k->merged) / sizeof(k->merged[0]), &mismatches);
 
@@ -348,10 +365,14 @@ static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
 		k->n.merge_errors++;
 	if (!k->all_native)
 		n = native_filter_apply(k->merged, n, k->nhide);
-	for (size_t i = 0; i < n; i++)
-		k->locs[i] = k->merged[i].kind == MERGE_NATIVE ? k->nloc[k->merged[i].index]
-							      : k->pyloc[k->merged[i].index];
-	return n;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t loc = k->merged[i].kind == MERGE_NATIVE ? k->nloc[k->merged[i].index]
+								 : k->pyloc[k->merged[i].index];
+
+		if (loc)	/* 0: an empty eval-loop group */
+			k->locs[out++] = loc;
+	}
+	return out;
 }
 
 static const char *kernel_name(struct sample_sink *k, const struct py_sample *s, size_t off)
