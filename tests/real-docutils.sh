@@ -1,0 +1,113 @@
+#!/bin/sh
+# Issue 15: a deep pure-Python program nobody here wrote. Debian's docutils
+# (python3-docutils) renders a generated 400-section reST document to HTML
+# (rst2html) under Debian's stripped /usr/bin/python3.11, and under pyenv's
+# 3.12 with -X perf (perf trampolines on a real program). The profile's
+# shape must be docutils': its parser (parsers/rst/states.py) and writer
+# (writers/) under rst2html's <module> -> publish_cmdline -> Publisher,
+# deep stacks, few placeholders; with -X perf, native stacks merged in
+# >= 97% of samples.
+set -u
+: "${PYPERF:=./pyperf-pprof}"
+: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${PYTHON3:=/usr/bin/python3}"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
+[ -x /usr/bin/rst2html ] && [ -d /usr/lib/python3/dist-packages/docutils ] ||
+	{ echo "SKIP: python3-docutils is not installed (apt-get install python3-docutils)"; exit 77; }
+work=$(mktemp -d /tmp/pyperf-docutils.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+"$PYTHON3" "$TOP_SRCDIR/tests/workloads/gen_rst.py" 400 > "$work/doc.rst"
+root=${PYENV_ROOT:-/root/.pyenv}/versions
+failed=0
+
+# run NAME MAX_MISMATCH [VAR=VALUE...] PYTHON [OPTIONS...]
+run() {
+	name=$1 maxmm=$2
+	shift 2
+	if ! PYTHONPATH=/usr/lib/python3/dist-packages "$PYPERF" -d 0 --format collapsed \
+		-o "$work/p.txt" -- env "$@" /usr/bin/rst2html "$work/doc.rst" "$work/out.html" \
+		2> "$work/err"; then
+		cat "$work/err"; echo "FAIL $name: the profiled run failed"; failed=1; return
+	fi
+	# -X perf leaves CPython's /tmp/perf-PID.map behind.
+	for pid in $(sed -n 's/^pyperf-pprof: pid \([0-9]*\) .*/\1/p' "$work/err"); do
+		rm -f "/tmp/perf-$pid.map"
+	done
+	grep -E "samples|errors|native:" "$work/err"
+	if "$PYTHON3" - "$work/p.txt" "$work/err" "$maxmm" <<'PYEOF'
+import re, statistics, sys
+stacks, err, maxmm = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3])
+total = parser = writer = either = nested = placeholders = 0
+depths = []
+for line in open(stacks):
+    frames, count = line.rsplit(" ", 1)
+    frames, count = frames.split(";"), int(count)
+    total += count
+    py = [f for f in frames if " (" in f]
+    depths += [len(py)] * count
+    if any(f in ("[unreadable Python frame]", "[truncated]") for f in frames):
+        placeholders += count
+    in_parser = any("/docutils/parsers/rst/states.py:" in f for f in py)
+    in_writer = any("/docutils/writers/" in f for f in py)
+    parser += count * in_parser
+    writer += count * in_writer
+    either += count * (in_parser or in_writer)
+    # rst2html's body calls publish_cmdline, which has its Publisher set up
+    # the parser and writer (set_components) and run them (publish): that
+    # order, from the root.
+    top = [f.split(" (")[0] + " " + f.split(" (")[1].split(":")[0] for f in py[:3]]
+    if (in_parser or in_writer) and top[:2] == [
+            "<module> /usr/bin/rst2html",
+            "publish_cmdline /usr/lib/python3/dist-packages/docutils/core.py"] and \
+            top[2] in ("Publisher.publish /usr/lib/python3/dist-packages/docutils/core.py",
+                       "Publisher.set_components /usr/lib/python3/dist-packages/docutils/core.py"):
+        nested += count
+work = max(either, 1)
+depth = statistics.median(depths) if depths else 0
+print("%d samples: parser %.1f%%, writer %.1f%%, %.1f%% of those under <module> -> "
+      "publish_cmdline -> Publisher; median Python depth %d; placeholders %.1f%%"
+      % (total, 100.0 * parser / max(total, 1), 100.0 * writer / max(total, 1),
+         100.0 * nested / work, depth, 100.0 * placeholders / max(total, 1)))
+errors = []
+if total < 200:
+    errors.append("too few samples (%d)" % total)
+if parser < 0.25 * total:
+    errors.append("docutils' parser (states.py) has under 25% of the samples")
+if writer < 0.04 * total:
+    errors.append("docutils' writers have under 4% of the samples")
+if nested < 0.97 * work:
+    errors.append("parser/writer samples not nested under publish_cmdline: %d of %d"
+                  % (work - nested, work))
+if depth < 15:
+    errors.append("median Python depth %d < 15" % depth)
+if placeholders > 0.05 * total:
+    errors.append("placeholder frames in %d samples (> 5%%)" % placeholders)
+m = re.search(r"native: (\d+) stacks unwound, (\d+) stopped early, \d+ stack copies failed, "
+              r"(\d+) merge mismatches", err)
+if not m:
+    errors.append("no native counters in the summary")
+else:
+    n, early, mism = map(int, m.groups())
+    print("native: %.1f%% stopped early, %.1f%% merge mismatches"
+          % (100.0 * early / max(n, 1), 100.0 * mism / max(n, 1)))
+    if mism > maxmm / 100.0 * n:
+        errors.append("merge mismatches in %d of %d samples (> %g%%)" % (mism, n, maxmm))
+for e in errors:
+    print("error: " + e)
+sys.exit(1 if errors else 0)
+PYEOF
+	then
+		echo "PASS $name"
+	else
+		echo "FAIL $name"; failed=1
+	fi
+}
+
+run "docutils on Debian's python3.11" 3 /usr/bin/python3.11
+py312=$root/3.12.1/bin/python3.12
+if [ -x "$py312" ]; then
+	run "docutils on 3.12 -X perf" 3 "$py312" -X perf
+else
+	echo "SKIP 3.12 -X perf: $py312 not present"
+fi
+exit $failed
