@@ -236,6 +236,7 @@ struct walk_ctx {
 	struct py_sample *s;
 	__u64 frame;
 	__u64 mark;	/* Brent's cycle check: a frame seen before */
+	__u64 cframe;	/* PY_FRAMES_CFRAME: the _PyCFrame the walk began at */
 	__u32 n;
 	int err;
 };
@@ -263,12 +264,39 @@ __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
 	return 0;
 }
 
+/* 3.11-3.12: _PyEval_EvalFrameDefault publishes its _PyCFrame (on its C
+ * stack) a few instructions before it sets the cframe's current_frame, and
+ * a sample in between reads what the stack held before. The caller's
+ * cframe, the next field after current_frame in both versions, is whole:
+ * walk from its frame, after an empty group for the eval-loop call that has
+ * not taken its frame yet. Returns the bpf_loop verdict. */
+static __always_inline long caller_cframe(struct walk_ctx *c)
+{
+	__u64 prev = 0, f = 0;
+
+	if (read_ptr(&prev, c->cframe + c->off->cframe_current_frame + 8) || !prev ||
+	    read_ptr(&f, prev + c->off->cframe_current_frame) || !f) {
+		c->s->h.flags |= SAMPLE_F_BAD_CHAIN;
+		return 1;
+	}
+	c->s->frames[0].code = 0;
+	c->s->frames[0].lasti = 0;
+	c->s->frames[0].self = 0;
+	c->s->frames[0].flags = FRAME_F_ENTRY | FRAME_F_EMPTY;
+	c->s->frames[0].tlbc = 0;
+	c->n = 1;
+	c->cframe = 0;
+	c->frame = f;
+	stat_inc(STAT_CFRAME_FALLBACK);
+	return 0;
+}
+
 static long walk_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_walk_offsets *off = c->off;
 	struct py_frame_fields f = {};
 	__u32 n = c->n;
-	int verdict;
+	int verdict, bad;
 
 	if (!c->frame)
 		return 1;
@@ -281,9 +309,12 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		return 1;
 	}
 	verdict = py_frame_classify(off, &f);
+	bad = verdict == PY_FRAME_BAD || (c->frame & 7);
+	if (bad && i == 0 && c->cframe)
+		return caller_cframe(c);
 	/* Garbage (see py_frame_classify) or a cycle: the walk stops, and
 	 * user space shows one placeholder where it did. */
-	if (verdict == PY_FRAME_BAD || (c->frame & 7) || (c->mark && f.back == c->mark)) {
+	if (bad || (c->mark && f.back == c->mark)) {
 		c->s->h.flags |= SAMPLE_F_BAD_CHAIN;
 		return 1;
 	}
@@ -344,7 +375,7 @@ static __always_inline __u32 gil_state(const struct py_proc_config *cfg, __u64 t
 }
 
 static __always_inline __u64 first_frame(const struct py_walk_offsets *off,
-					 __u64 tstate, int *err)
+					 __u64 tstate, __u64 *cframe, int *err)
 {
 	__u64 f = 0;
 
@@ -352,8 +383,10 @@ static __always_inline __u64 first_frame(const struct py_walk_offsets *off,
 		*err = 1;
 		return 0;
 	}
-	if (off->frame_kind == PY_FRAMES_CFRAME && f &&
-	    read_ptr(&f, f + off->cframe_current_frame)) {
+	if (off->frame_kind != PY_FRAMES_CFRAME || !f)
+		return f;
+	*cframe = f;
+	if (read_ptr(&f, f + off->cframe_current_frame)) {
 		*err = 1;
 		return 0;
 	}
@@ -794,7 +827,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	} else {
 		w.off = &cfg->off;
 		w.s = s;
-		w.frame = first_frame(&cfg->off, tstate, &w.err);
+		w.frame = first_frame(&cfg->off, tstate, &w.cframe, &w.err);
 		bpf_loop(PYPERF_MAX_FRAMES + 1, walk_step, &w, 0);
 		if (w.err) {
 			s->h.flags |= SAMPLE_F_READ_ERR;

@@ -189,6 +189,7 @@ enum pyperf_stat {
 				 * header's time to the record's output) */
 	STAT_NATIVE_NS,		/* ns of that in the native walk */
 	STAT_BAD_CHAIN,		/* walk stopped at an implausible frame or cycle */
+	STAT_CFRAME_FALLBACK,	/* 3.11-3.12: walk began at the caller's cframe */
 	STAT__COUNT,
 };
 

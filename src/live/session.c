@@ -783,12 +783,12 @@ static void print_summary(struct session *s)
 	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
 		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
 		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64
-		" bad_chain=%" PRIu64 "\n",
+		" bad_chain=%" PRIu64 " cframe_fallback=%" PRIu64 "\n",
 		s->bpf_stats[STAT_EVENTS], s->bpf_stats[STAT_SENT], s->bpf_stats[STAT_LOST],
 		s->bpf_stats[STAT_NO_TSTATE], s->bpf_stats[STAT_READ_ERR],
 		s->bpf_stats[STAT_TRUNCATED], s->bpf_stats[STAT_VMA_ERR],
 		s->bpf_stats[STAT_STACK_READ_ERR], s->bpf_stats[STAT_STACK_PARTIAL],
-		s->bpf_stats[STAT_BAD_CHAIN]);
+		s->bpf_stats[STAT_BAD_CHAIN], s->bpf_stats[STAT_CFRAME_FALLBACK]);
 	fprintf(stderr, "pyperf-pprof: bpf time: %.2f us per target sample (%.2f us of it in the native walk)\n",
 		s->bpf_stats[STAT_EVENTS] ? (double)s->bpf_stats[STAT_TARGET_NS] / 1e3 /
 		(double)s->bpf_stats[STAT_EVENTS] : 0.0,

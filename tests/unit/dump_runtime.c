@@ -144,10 +144,12 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 	check(t.bpf.interp_head_addr == runtime + l->runtime_interp_head,
 	      "bpf interp_head_addr", t.bpf.interp_head_addr, runtime + l->runtime_interp_head);
 	{
-		/* What the BPF side gets: the parsed offsets plus the span. */
+		/* What the BPF side gets: the parsed offsets plus the span and
+		 * the per-version plausibility switch (3.11-3.13). */
 		struct py_walk_offsets want = l->walk;
 
 		want.frame_span = py_frame_span(&want);
+		want.lasti_in_code = t.minor >= 11 && t.minor <= 13;
 		check(want.frame_span != 0, "frame span within the BPF window", want.frame_span, 1);
 		check(memcmp(&t.bpf.off, &want, sizeof(want)) == 0, "bpf walk offsets identical",
 		      t.bpf.off.frame_span, want.frame_span);
