@@ -19,6 +19,7 @@
 #include "pysym.h"
 #include "pyversion.h"
 #include "sample.h"
+#include "target_src.h"
 
 static unsigned passed, failed;
 
@@ -162,6 +163,7 @@ int main(void)
 	if (!l || !e)
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	e->t.src = target_src_live();
 	e->t.pid = getpid();
 	e->t.major = 3;
 	e->t.minor = 12;

@@ -629,8 +629,9 @@ static void test_trampoline(const char *self)
 {
 	static const char *const tail[] = { "tramp_caller", "main", "__libc_start_main", NULL };
 	struct unwind_opts dwarf_only = { .no_fp_fallback = 1 };
-	struct unwind_ctx *u = unwind_ctx_new(&dwarf_only);
-	struct nsym_ctx *ns = nsym_ctx_new(NULL);
+	struct objcache *oc = objcache_new(NULL);
+	struct unwind_ctx *u = unwind_ctx_new(oc, &dwarf_only);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
 	uint8_t kinds[MAX_NAMES];
 	struct target t;
 	struct unwind_input in;
@@ -657,6 +658,7 @@ out:
 	target_stop(&t);
 	unwind_ctx_free(u);
 	nsym_ctx_free(ns);
+	objcache_free(oc);
 }
 
 /* The shape table: every instruction boundary of both variants, and near
