@@ -117,13 +117,14 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 		}
 		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, f->tlbc, &fi);
 
-		if (r == 1 && (f->flags & FRAME_F_ENTRY) && (n == 0 || k->pyentry[n - 1])) {
+		if (r == 1 && (f->flags & FRAME_F_ENTRY) && (n == 0 || k->pyentry[n - 1]) &&
+		    !f->tlbc) {
 			/* Alone in its eval-loop call (every call is, under
 			 * -X perf): the loop's prologue runs for it, so it is
 			 * shown at its first instruction, not dropped, or that
 			 * loop's native frame would have no Python partner. */
 			r = pysym_resolve(k->syms, t, f->code,
-					  f->code + t->layout.code.co_code_adaptive, f->self, &fi);
+					  f->code + t->layout.code.co_code_adaptive, f->self, 0, &fi);
 		}
 		if (r == 1) {
 			/* A frame pushed but not started; if it ended its
