@@ -34,7 +34,7 @@ run() {
 import re, sys
 stacks, err, depth = sys.argv[1], open(sys.argv[2]).read(), int(sys.argv[3])
 m = re.search(r"native: (\d+) stacks unwound, (\d+) stopped early, \d+ stack copies failed, "
-              r"(\d+) merge mismatches, (\d+) perf trampoline frames hidden", err)
+              r"(\d+) merge mismatches, .*?(\d+) perf trampoline frames hidden", err)
 if not m:
     sys.exit("no native counters in the summary")
 n, early, mism, hidden = map(int, m.groups())
