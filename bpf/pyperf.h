@@ -131,6 +131,8 @@ struct py_proc_event {
 					    * with the GIL disabled */
 #define SAMPLE_F_NATIVE_PCS	(1u << 11) /* native_n pcs unwound in BPF follow
 					    * the frames (--unwind kernel) */
+#define SAMPLE_F_BAD_CHAIN	(1u << 12) /* the frame chain met an implausible
+					    * frame or a cycle: walk stopped */
 
 /* What the GIL's words read, for py_gil_flags(). */
 struct py_gil_read {
@@ -158,8 +160,6 @@ static __always_inline __u32 py_gil_flags(const struct py_gil_read *g, __u64 tst
 		return g->current == tstate ? SAMPLE_F_GIL_HELD : 0;
 	return SAMPLE_F_GIL_UNKNOWN;
 }
-#define SAMPLE_F_BAD_CHAIN	(1u << 11) /* the frame chain met an implausible
-					    * frame or a cycle: walk stopped */
 
 /* Counters the BPF side keeps per CPU in the "stats" map, by index. */
 enum pyperf_stat {
