@@ -23,7 +23,9 @@ struct output {
 int output_init(struct output *o, const struct config *cfg, char *err, size_t errlen);
 
 /* Writes the profile atomically in the configured format; path gets the
- * file's name. In a series, older files beyond --keep are deleted. */
+ * file's name. In a series, older files beyond --keep are deleted: only
+ * names of the exact form this program writes (prefix, UTC stamp and
+ * sequence number, suffix), never the file just written. */
 int output_write(struct output *o, const struct profile *p, char *path, size_t pathlen,
 		 char *err, size_t errlen);
 
