@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
@@ -27,9 +26,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "eventlog.h"
 #include "ktables.h"
 #include "pprof_write.h"
 #include "output.h"
+#include "pipeline.h"
 #include "preflight.h"
 #include "targets.h"
 #include "proc.h"
@@ -42,7 +43,6 @@
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
-#define TASKCACHE_ENTRIES	2048	/* threads whose asyncio task is kept */
 #define POLL_MS			25	/* records wait at most this long: a
 					 * short-lived target may exit, and
 					 * its memory go, soon after a sample */
@@ -61,23 +61,20 @@ struct session {
 	int child_status;		/* its exit code, once it exited */
 	int child_exited;
 	int64_t interval_t0;		/* start of the current interval (ns) */
-	int64_t interval_wall;		/* its wall-clock start, for time_nanos */
 	struct pyperf_bpf *skel;
 	struct bpf_link **links;
 	int *event_fds;
 	int nevents;
 	struct ring_buffer *rb;
-	struct sample_sink sink;
+	struct pipeline *pl;
+	struct pipeline_log log;		/* --record: the pipeline's events */
 	struct ksym_table *ksym;	/* --kernel; read before privileges go */
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	struct bpf_link *exec_link, *fork_link, *switch_link;
 	uint64_t bpf_stats[STAT__COUNT];
 	struct timespec t0;
-	int64_t time_nanos;
 	int status_line;		/* live status on a terminal */
 	int64_t last_status;
-	struct sample_counts n0;	/* counters when this interval began */
-	uint64_t lost0;
 	int64_t pass_end;		/* this ring-buffer pass yields then */
 	unsigned pass_records;
 	struct ktables *kt;		/* --unwind kernel/both: the BPF tables */
@@ -85,6 +82,9 @@ struct session {
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
+
+/* What the pipeline counted and cached, for the status line and summary. */
+#define SINK(s)	pipeline_sink((s)->pl)
 
 static void on_signal(int sig)
 {
@@ -138,7 +138,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	__u32 key = (__u32)t->pid;
 
 	if (event == 1) {
-		record_target(s->rec, t);	/* --record; no-op otherwise */
+		if (s->pl)	/* else added when the pipeline starts */
+			pipeline_target_add(s->pl, t);
 		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s\n", t->pid, t->comm,
 		    t->major, t->minor, t->micro, t->module);
 		if (s->skel && bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), &t->bpf,
@@ -159,12 +160,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		return;
 	}
 	/* Forgotten: a new process may reuse the pid; drop what was cached. */
-	record_forget(s->rec, t);	/* --record: replay drops its caches here too */
-	pysym_forget_pid(s->sink.syms, t->pid);
-	pythread_forget_pid(s->sink.threads, t->pid);
-	pyasyncio_forget_pid(s->sink.tasks, t->pid);
-	if (s->sink.objs)
-		objcache_forget_pid(s->sink.objs, t->pid);
+	if (s->pl)
+		pipeline_target_forget(s->pl, t);
 }
 
 static int find_targets(struct session *s)
@@ -402,9 +399,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	t = targets_find(&s->ts, (pid_t)h->pid);
 	if (!t)
 		return 0;
-	record_sample(s->rec, data, size);	/* --record: the record, then what it reads */
-	r = sample_add(&s->sink, t, data, size);
-	record_sample_end(s->rec);
+	r = pipeline_sample(s->pl, t, data, size);
 	if (r) {
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 		return -ENOMEM;	/* ends polling; what we have is written */
@@ -436,8 +431,8 @@ static void show_status(struct session *s, int final)
 		fprintf(stderr, "/%.1fs", s->cfg->duration_ms / 1e3);
 	fprintf(stderr, "  samples %" PRIu64 "  processes %d  threads %" PRIu64
 		"  lost %" PRIu64 "  errors %" PRIu64 "%s",
-		s->sink.n.records, (int)s->ts.n, s->sink.n.threads, s->bpf_stats[STAT_LOST],
-		s->sink.n.bad_frames + s->sink.n.read_errors + s->sink.n.malformed,
+		SINK(s)->n.records, (int)s->ts.n, SINK(s)->n.threads, s->bpf_stats[STAT_LOST],
+		SINK(s)->n.bad_frames + SINK(s)->n.read_errors + SINK(s)->n.malformed,
 		final ? "\n" : "");
 }
 
@@ -567,102 +562,6 @@ static void read_bpf_stats(struct session *s)
 	free(vals);
 }
 
-/* What happened during this interval: a profile's counters describe its
- * own samples, also in continuous mode. */
-static void interval_counts(const struct session *s, struct sample_counts *d)
-{
-	const struct sample_counts *n = &s->sink.n, *z = &s->n0;
-
-	*d = *n;	/* max_depth is per interval already; threads is not used */
-#define SINCE(f) d->f = n->f - z->f
-	SINCE(records); SINCE(malformed); SINCE(no_python); SINCE(truncated);
-	SINCE(read_errors); SINCE(bad_frames); SINCE(native_stacks);
-	SINCE(native_errors); SINCE(stack_errors); SINCE(merge_errors);
-	SINCE(offcpu_dropped);
-#undef SINCE
-}
-
-static void add_comments(struct session *s)
-{
-	struct sample_counts d;
-	const struct sample_counts *n = &d;
-	char buf[512];
-
-	interval_counts(s, &d);
-	snprintf(buf, sizeof(buf), "command: %s", s->cfg->cmdline ? s->cfg->cmdline : "");
-	profile_add_comment(s->sink.prof, buf);
-	snprintf(buf, sizeof(buf), "event: %s, %s %" PRIu64, s->hw_cycles ? "cycles" : s->cfg->event,
-		 s->cfg->frequency ? "frequency Hz" : "period", s->cfg->frequency ?
-		 s->cfg->frequency : s->cfg->sample_period);
-	profile_add_comment(s->sink.prof, buf);
-	snprintf(buf, sizeof(buf),
-		 "counters: samples=%" PRIu64 " lost=%" PRIu64 " truncated=%" PRIu64
-		 " no_python=%" PRIu64 " read_errors=%" PRIu64 " bad_frames=%" PRIu64
-		 " max_depth=%" PRIu64 " native_stacks=%" PRIu64 " native_errors=%" PRIu64
-		 " stack_errors=%" PRIu64 " merge_errors=%" PRIu64,
-		 n->records, s->bpf_stats[STAT_LOST] - s->lost0, n->truncated, n->no_python,
-		 n->read_errors, n->bad_frames, n->max_depth, n->native_stacks,
-		 n->native_errors, n->stack_errors, n->merge_errors);
-	profile_add_comment(s->sink.prof, buf);
-}
-
-/* A fresh profile with this session's sample types and period. */
-static struct profile *new_profile(const struct session *s)
-{
-	struct profile *p = profile_new();
-	uint64_t period = s->cfg->frequency ? 1000000000ULL / s->cfg->frequency
-					    : s->cfg->sample_period;
-
-	if (!p)
-		return NULL;
-	profile_add_sample_type(p, "samples", "count");
-	if (s->hw_cycles) {
-		profile_add_sample_type(p, "cycles", "count");
-		profile_set_period(p, "cycles", "count", (int64_t)s->cfg->sample_period);
-	} else {
-		const char *type = s->cfg->wall ? "wall" : "cpu";
-
-		profile_add_sample_type(p, type, "nanoseconds");
-		profile_set_period(p, type, "nanoseconds", (int64_t)period);
-	}
-	return p;
-}
-
-static int setup_profile(struct session *s)
-{
-	s->sink.period_ns = s->cfg->frequency ? 1000000000ULL / s->cfg->frequency
-					      : s->cfg->sample_period;
-	s->sink.prof = new_profile(s);
-	s->sink.syms = pysym_cache_new(SYMCACHE_ENTRIES);
-	s->sink.threads = pythread_cache_new(THREADCACHE_ENTRIES);
-	s->sink.tasks = pyasyncio_cache_new(TASKCACHE_ENTRIES);
-	if (!s->sink.prof || !s->sink.syms || !s->sink.threads || !s->sink.tasks)
-		return -1;
-	if (s->cfg->kernel) {
-		char err[512];
-
-		s->ksym = ksym_load("/proc/kallsyms", err, sizeof(err));
-		if (!s->ksym) {
-			fprintf(stderr, "pyperf-pprof: %s\n", err);
-			return -1;
-		}
-		s->sink.ksym = s->ksym;
-	}
-	if (!s->cfg->stack_bytes)
-		return 0;
-	s->sink.all_native = s->cfg->all_native;
-	s->sink.objs = objcache_new(NULL);
-	s->sink.nsym = nsym_ctx_new(s->sink.objs);
-	s->sink.native_miss = on_native_miss;
-	s->sink.native_miss_ctx = s;
-	if (s->cfg->unwind_mode == PY_UNWIND_BOTH)
-		s->sink.diff = &s->diff;
-	if (s->cfg->unwind_mode == PY_UNWIND_KERNEL)
-		return s->sink.objs && s->sink.nsym ? 0 : -1;	/* libunwind not needed */
-	s->sink.unw = unwind_ctx_new(s->sink.objs, NULL);
-	return s->sink.unw && s->sink.nsym ? 0 : -1;
-}
-
 static void print_kernel_unwind_stats(const struct session *s)
 {
 	const struct ktables_stats *k = ktables_get_stats(s->kt);
@@ -701,8 +600,8 @@ static void print_diff(const struct session *s)
 
 static void print_native_stats(const struct session *s)
 {
-	const struct unwind_stats *u = s->sink.unw ? unwind_get_stats(s->sink.unw) : NULL;
-	const struct nsym_stats *y = nsym_get_stats(s->sink.nsym);
+	const struct unwind_stats *u = SINK(s)->unw ? unwind_get_stats(SINK(s)->unw) : NULL;
+	const struct nsym_stats *y = nsym_get_stats(SINK(s)->nsym);
 	char objs[512];
 
 	if (s->kt)
@@ -721,7 +620,7 @@ symbols:
 	fprintf(stderr, "pyperf-pprof: symbols: lookups=%" PRIu64 " found=%" PRIu64
 		" from debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
 		y->found, y->debug_files, y->symbols, y->bytes);
-	objcache_describe(s->sink.objs, objs, sizeof(objs));
+	objcache_describe(SINK(s)->objs, objs, sizeof(objs));
 	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
 
@@ -729,7 +628,7 @@ static void print_task_stats(const struct session *s)
 {
 	struct pyasyncio_stats a;
 
-	pyasyncio_get_stats(s->sink.tasks, &a);
+	pyasyncio_get_stats(SINK(s)->tasks, &a);
 	fprintf(stderr, "pyperf-pprof: asyncio tasks: labelled=%" PRIu64 " hits=%" PRIu64
 		" lookups=%" PRIu64 " mismatches=%" PRIu64 " evictions=%" PRIu64
 		" refusals=%" PRIu64 "\n", a.labelled, a.hits, a.lookups, a.mismatches,
@@ -741,28 +640,28 @@ static void print_symbol_gaps(struct session *s)
 {
 	char line[1024];
 
-	for (size_t i = 0; i < s->sink.gaps.n; i++)
-		if (symgap_hint(&s->sink.gaps, i, 100, 10, line, sizeof(line)))
+	for (size_t i = 0; i < SINK(s)->gaps.n; i++)
+		if (symgap_hint(&SINK(s)->gaps, i, 100, 10, line, sizeof(line)))
 			say(s, "pyperf-pprof: %s\n", line);
 }
 
 static void print_summary(struct session *s)
 {
-	const struct sample_counts *n = &s->sink.n;
+	const struct sample_counts *n = &SINK(s)->n;
 	struct pysym_stats ps;
 	struct pythread_stats ts;
 
 	say(s, "pyperf-pprof: %" PRIu64 " samples (%zu distinct stacks) from %d process%s, %"
 	    PRIu64 " thread%s; lost %" PRIu64 "\n", n->records,
-	    profile_sample_count(s->sink.prof), (int)s->ts.added, s->ts.added == 1 ? "" : "es",
+	    pipeline_stacks(s->pl), (int)s->ts.added, s->ts.added == 1 ? "" : "es",
 	    n->threads, n->threads == 1 ? "" : "s", s->bpf_stats[STAT_LOST]);
 	say(s, "pyperf-pprof: errors: %" PRIu64 " without Python stack, %" PRIu64
 	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " partial reads, %"
 	    PRIu64 " malformed records\n", n->no_python, n->truncated, n->bad_frames,
 	    n->read_errors, n->malformed);
-	if (s->sink.diff)
+	if (SINK(s)->diff)
 		print_diff(s);
-	if (s->sink.nsym)
+	if (SINK(s)->nsym)
 		say(s, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
 		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches, %"
 		    PRIu64 " marked (mapping not loaded yet)\n", n->native_stacks, n->native_errors,
@@ -773,7 +672,7 @@ static void print_summary(struct session *s)
 	print_symbol_gaps(s);
 	if (!s->cfg->verbose)
 		return;
-	pysym_get_stats(s->sink.syms, &ps);
+	pysym_get_stats(SINK(s)->syms, &ps);
 	fprintf(stderr, "pyperf-pprof: records: %" PRIu64 " bytes, %.0f bytes per record\n",
 		n->record_bytes, n->records ? (double)n->record_bytes / (double)n->records : 0.0);
 	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
@@ -791,12 +690,12 @@ static void print_summary(struct session *s)
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 "\n", ps.hits, ps.misses,
 		ps.evictions, ps.stale, ps.errors);
-	pythread_get_stats(s->sink.threads, &ts);
+	pythread_get_stats(SINK(s)->threads, &ts);
 	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
 		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64
 		"\n", ts.hits, ts.lookups, ts.failures, ts.resolves, ts.evictions);
 	print_task_stats(s);
-	if (s->sink.nsym)
+	if (SINK(s)->nsym)
 		print_native_stats(s);
 }
 
@@ -821,60 +720,82 @@ static int64_t wall_ns(void)
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* --record (src/record/record.c): what replay needs to write this profile again. */
-static void record_profile_write(struct session *s, uint64_t flush_ns, int64_t now,
-				 int final, int rotate)
+/* --kernel: kernel symbols, read while /proc/kallsyms still shows them. */
+static int load_ksym(struct session *s)
 {
-	struct rec_write w = {
-		.time_nanos = s->interval_wall, .duration_nanos = now - s->interval_t0,
-		.offcpu_now_ns = flush_ns, .final = (uint32_t)final, .rotate = (uint32_t)rotate,
-		.nstats = STAT__COUNT,
-	};
+	char err[512];
 
-	memcpy(w.stats, s->bpf_stats, sizeof(s->bpf_stats));
-	record_write(s->rec, &w);
+	if (!s->cfg->kernel)
+		return 0;
+	s->ksym = ksym_load("/proc/kallsyms", err, sizeof(err));
+	if (s->ksym)
+		return 0;
+	fprintf(stderr, "pyperf-pprof: %s\n", err);
+	return -1;
 }
 
-/* --record: the session's settings, for replay to rebuild its profiles. */
-static void record_session(struct session *s)
+static int session_write(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
+			 size_t pathlen, char *err, size_t errlen)
 {
-	struct rec_meta m = {
-		.sample_period = s->cfg->sample_period, .frequency = s->cfg->frequency,
-		.stack_bytes = s->cfg->stack_bytes,
-		.flags = (s->hw_cycles ? REC_META_HW_CYCLES : 0) | (s->cfg->wall ? REC_META_WALL : 0) |
-			 (s->cfg->gil_only ? REC_META_GIL_ONLY : 0),
-		.symcache_entries = SYMCACHE_ENTRIES, .threadcache_entries = THREADCACHE_ENTRIES,
-		.time_nanos = s->time_nanos, .cmdline = (char *)s->cfg->cmdline,
-	};
-
-	snprintf(m.event, sizeof(m.event), "%s", s->cfg->event);
-	record_meta(s->rec, &m);
+	return output_write(&((struct session *)ctx)->out, p, wall_ns, path, pathlen, err, errlen);
 }
 
-/* Writes the current profile. With rotate, a new profile starts (the
- * next interval); the caches are kept. */
+/* The pipeline, once the event actually sampled is known; the targets
+ * found so far enter it first. */
+static int start_pipeline(struct session *s)
+{
+	const struct config *cfg = s->cfg;
+	struct pipeline_conf c = {
+		.event = cfg->event, .sample_period = cfg->sample_period,
+		.frequency = cfg->frequency, .stack_bytes = cfg->stack_bytes,
+		.kernel_unwind_only = cfg->unwind_mode == PY_UNWIND_KERNEL,
+		.all_native = cfg->all_native, .hw_cycles = s->hw_cycles, .wall = cfg->wall,
+		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline,
+	};
+	struct pipeline_io io = {
+		.write = session_write, .find = find_target, .ctx = s, .ksym = s->ksym,
+		.native_miss = on_native_miss, .native_miss_ctx = s,
+		.diff = cfg->unwind_mode == PY_UNWIND_BOTH ? &s->diff : NULL,
+	};
+
+	if (s->rec) {
+		record_event_log(s->rec, &s->log);
+		io.log = &s->log;
+	}
+	s->pl = pipeline_new(&c, &io);
+	if (!s->pl) {
+		fprintf(stderr, "pyperf-pprof: out of memory setting up the profile\n");
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	pipeline_start(s->pl, wall_ns(), mono_ns());
+	for (size_t i = 0; i < s->ts.n; i++)
+		pipeline_target_add(s->pl, s->ts.v[i]);
+	return 0;
+}
+
+/* Writes the current profile: an interval boundary of the pipeline. With
+ * rotate, a new interval starts (the caches are kept). */
 static int write_profile(struct session *s, int final, int rotate)
 {
+	struct pipeline_tick k = { .final = final, .rotate = rotate, .nstats = STAT__COUNT };
 	char err[512], path[4200];
 	int64_t now = elapsed_ns(s);
-	struct profile *next = NULL;
-	uint64_t flush_ns = 0;
+	int r;
 
 	read_bpf_stats(s);
 	if (final)
 		show_status(s, 1);
-	if (s->cfg->wall)	/* threads still off the CPU count up to now */
-		sample_flush_offcpu(&s->sink, flush_ns = mono_ns(), find_target, s);
-	add_comments(s);
-	profile_set_time(s->sink.prof, s->interval_wall, now - s->interval_t0);
+	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
+	k.wall_ns = wall_ns();
+	k.mono_ns = mono_ns();
+	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final)
 		print_summary(s);
-	if (output_write(&s->out, s->sink.prof, path, sizeof(path), err, sizeof(err))) {
+	if (r) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
-		record_profile_write(s, flush_ns, now, final, 0);
 		return -1;
 	}
-	record_profile_write(s, flush_ns, now, final, rotate);
 	if (final && s->cfg->format == FORMAT_PPROF)
 		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
 		    path, path);
@@ -883,23 +804,8 @@ static int write_profile(struct session *s, int final, int rotate)
 		    path, path);
 	else if (s->cfg->verbose)
 		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
-	if (!rotate)
-		return 0;
-	next = new_profile(s);
-	if (!next) {
-		fprintf(stderr, "pyperf-pprof: out of memory starting a new interval; continuing in the current one\n");
-		return -1;
-	}
-	profile_free(s->sink.prof);
-	/* Give the freed profile and encoding buffers back to the system: a
-	 * sidecar's RSS then follows what it holds, interval after interval. */
-	malloc_trim(0);
-	s->sink.prof = next;
-	s->sink.n.max_depth = 0;	/* the only counter kept per interval */
-	s->n0 = s->sink.n;
-	s->lost0 = s->bpf_stats[STAT_LOST];
-	s->interval_t0 = now;
-	s->interval_wall = wall_ns();
+	if (rotate)
+		s->interval_t0 = now;
 	return 0;
 }
 
@@ -910,15 +816,9 @@ static void cleanup(struct session *s)
 	pyperf_bpf__destroy(s->skel);
 	free(s->links);
 	free(s->event_fds);
-	pysym_cache_free(s->sink.syms);
-	pythread_cache_free(s->sink.threads);
-	pyasyncio_cache_free(s->sink.tasks);
-	unwind_ctx_free(s->sink.unw);
-	nsym_ctx_free(s->sink.nsym);
-	objcache_free(s->sink.objs);
 	ksym_free(s->ksym);
 	ktables_free(s->kt);
-	profile_free(s->sink.prof);
+	pipeline_free(s->pl);
 	targets_free(&s->ts);
 }
 
@@ -995,11 +895,8 @@ static int start(struct session *s)
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
-	if (setup_profile(s) || load_bpf(s) || attach_events(s))
+	if (load_ksym(s) || load_bpf(s) || attach_events(s) || start_pipeline(s))
 		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	s->interval_wall = s->time_nanos = wall_ns();
-	record_session(s);
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
 	    s->cfg->frequency ? 1000000000ULL / s->cfg->frequency : s->cfg->sample_period,

@@ -43,20 +43,20 @@ int output_init(struct output *o, const struct config *cfg, char *err, size_t er
 	return pprof_check_writable(probe, err, errlen);
 }
 
-/* The pattern with %t replaced by the UTC time (sortable by name). */
-static void expand(struct output *o, char *path, size_t len)
+/* The pattern with %t replaced by the UTC time wall_ns (sortable by name). */
+static void expand(struct output *o, int64_t wall_ns, char *path, size_t len)
 {
 	char stamp[48];
 	const char *t = strstr(o->pattern, "%t");
-	struct timespec now;
+	time_t sec = (time_t)(wall_ns / 1000000000LL);
 	struct tm tm;
 
 	if (!t) {
 		snprintf(path, len, "%s", o->pattern);
 		return;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
+	if (!gmtime_r(&sec, &tm))
+		memset(&tm, 0, sizeof(tm));
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(path, len, "%.*s%s-%03u%s", (int)(t - o->pattern), o->pattern, stamp,
 		 o->seq++ % 1000, t + 2);
@@ -158,14 +158,14 @@ static void prune(struct output *o, const char *path)
 	free(names);
 }
 
-int output_write(struct output *o, const struct profile *p, char *path, size_t pathlen,
-		 char *err, size_t errlen)
+int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
+		 size_t pathlen, char *err, size_t errlen)
 {
 	char *text;
 	size_t len;
 	int r;
 
-	expand(o, path, pathlen);
+	expand(o, wall_ns, path, pathlen);
 	if (o->cfg->format == FORMAT_PPROF) {
 		r = pprof_write_file(p, path, err, errlen);
 	} else if (collapsed_encode(p, &text, &len)) {
