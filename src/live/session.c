@@ -341,7 +341,9 @@ static int64_t wall_ns(void)
 	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* --kernel: kernel symbols, read while /proc/kallsyms still shows them. */
+/* --kernel: kernel symbols, read while /proc/kallsyms still shows them
+ * and once the BPF program is loaded, so that its own frames (wall mode
+ * samples inside it) have their names and are dropped. */
 static int load_ksym(struct session *s)
 {
 	char err[512];
@@ -490,7 +492,7 @@ static int start(struct session *s)
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
-	if (load_ksym(s) || load_bpf(s) || start_pipeline(s))
+	if (load_bpf(s) || load_ksym(s) || start_pipeline(s))
 		return -1;
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
