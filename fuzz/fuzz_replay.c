@@ -27,14 +27,16 @@
 #define BODY_MAX	(4u << 20)	/* decompressed bytes */
 #define FILE_MAX	(1u << 20)	/* a recorded file's size */
 
-static int encode(void *ctx, const struct profile *p, const struct rec_write *w)
+static int encode(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
+		  size_t pathlen, char *err, size_t errlen)
 {
 	uint8_t *pb = NULL;
 	char *text = NULL;
 	size_t len = 0;
 
 	(void)ctx;
-	(void)w;
+	(void)wall_ns;
+	snprintf(path, pathlen, "fuzz");
 	if (pprof_encode(p, 0, &pb, &len) == 0)
 		free(pb);
 	if (collapsed_encode(p, &text, &len) == 0)

@@ -10,6 +10,9 @@
 #                   (when go is installed);
 #   NAME.all-native.collapsed  the same with --all-native (every native
 #                   frame, the interpreter's own ones too), where present;
+#   NAME.live       continuous mode (--interval): sha256sum of the files the
+#                   live run wrote; the replay into an empty directory must
+#                   write exactly those names with exactly those bytes;
 # and that two replays write the same bytes, and that each native object
 # is opened once (-v). Then checks that replay needs
 # no privileges (as nobody, when run as root) and that damaged recordings
@@ -30,10 +33,31 @@ fail() { echo "FAIL $*"; failed=1; }
 have_go=0
 command -v "$GO" >/dev/null 2>&1 && have_go=1
 
+# A continuous-mode recording: the series of files the live run wrote.
+replay_series() {	# NAME REC
+	mkdir "$work/$1.d"
+	if ! "$PYPERF" --replay "$2" -q -o "$work/$1.d/" 2>"$work/err"; then
+		cat "$work/err"
+		fail "$1: --replay into a directory failed"
+		return
+	fi
+	(cd "$work/$1.d" && sha256sum -- *) > "$work/$1.sums"
+	if ! diff -u "$rdir/$1.live" "$work/$1.sums"; then
+		mkdir -p tests/artifacts && cp -r "$work/$1.d" "tests/artifacts/replay-$1"
+		fail "$1: the replayed files are not the live run's (names or bytes; kept in tests/artifacts/replay-$1)"
+		return
+	fi
+	echo "PASS $1: $(wc -l < "$work/$1.sums") files with the live run's names and bytes"
+}
+
 for rec in "$rdir"/*.rec; do
 	[ -f "$rec" ] || continue
 	name=$(basename "$rec" .rec)
 	n=$((n + 1))
+	if [ -f "$rdir/$name.live" ]; then
+		replay_series "$name" "$rec"
+		continue
+	fi
 	if ! "$PYPERF" --replay "$rec" -q --format collapsed -o "$work/$name.collapsed" 2>"$work/err"; then
 		cat "$work/err"
 		fail "$name: --replay --format collapsed failed"

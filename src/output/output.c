@@ -43,20 +43,20 @@ int output_init(struct output *o, const struct config *cfg, char *err, size_t er
 	return pprof_check_writable(probe, err, errlen);
 }
 
-/* The pattern with %t replaced by the UTC time (sortable by name). */
-static void expand(struct output *o, char *path, size_t len)
+/* The pattern with %t replaced by the UTC time wall_ns (sortable by name). */
+static void expand(struct output *o, int64_t wall_ns, char *path, size_t len)
 {
 	char stamp[48];
 	const char *t = strstr(o->pattern, "%t");
-	struct timespec now;
+	time_t sec = (time_t)(wall_ns / 1000000000LL);
 	struct tm tm;
 
 	if (!t) {
 		snprintf(path, len, "%s", o->pattern);
 		return;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
+	if (!gmtime_r(&sec, &tm))
+		memset(&tm, 0, sizeof(tm));
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(path, len, "%.*s%s-%03u%s", (int)(t - o->pattern), o->pattern, stamp,
 		 o->seq++ % 1000, t + 2);
@@ -67,30 +67,42 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Deletes the oldest files of the series beyond --keep. Names sort by time:
- * only files with the pattern's prefix and suffix are touched. */
-static void prune(struct output *o)
+/* Is s exactly the stamp expand() writes, "YYYYmmddTHHMMSSZ-NNN"? */
+static int is_stamp(const char *s, size_t len)
 {
-	char dir[4096], prefix[4096], *slash, **names = NULL;
-	const char *t = strstr(o->pattern, "%t"), *suffix = t + 2;
+	static const char form[] = "dddddddd" "T" "dddddd" "Z" "-" "ddd";
+
+	if (len != sizeof(form) - 1)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		if (form[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != form[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* A file this program names: the pattern's prefix, a stamp, its suffix.
+ * Anything else in the directory is the user's and never touched. */
+static int ours(const char *name, const char *prefix, const char *suffix)
+{
+	size_t l = strlen(name), pl = strlen(prefix), sl = strlen(suffix);
+
+	if (l < pl + sl || strncmp(name, prefix, pl) || strcmp(name + l - sl, suffix))
+		return 0;
+	return is_stamp(name + pl, l - pl - sl);
+}
+
+/* The names in dir that are ours, except the one just written. */
+static char **list_ours(const char *dir, const char *prefix, const char *suffix,
+			const char *newest, size_t *count)
+{
+	char **names = NULL, **nn;
 	size_t n = 0, cap = 0, scanned = 0;
-	DIR *d;
 	struct dirent *de;
+	DIR *d = opendir(dir);
 
-	snprintf(dir, sizeof(dir), "%.*s", (int)(t - o->pattern), o->pattern);
-	slash = strrchr(dir, '/');
-	snprintf(prefix, sizeof(prefix), "%s", slash ? slash + 1 : dir);
-	if (slash)
-		*slash = '\0';
-	else
-		snprintf(dir, sizeof(dir), ".");
-	d = opendir(dir);
 	while (d && (de = readdir(d)) && scanned++ < KEEP_SCAN_MAX) {
-		size_t l = strlen(de->d_name), pl = strlen(prefix), sl = strlen(suffix);
-		char **nn;
-
-		if (l < pl + sl || strncmp(de->d_name, prefix, pl) ||
-		    strcmp(de->d_name + l - sl, suffix) || de->d_name[0] == '.')
+		if (!ours(de->d_name, prefix, suffix) || !strcmp(de->d_name, newest))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -105,27 +117,55 @@ static void prune(struct output *o)
 	}
 	if (d)
 		closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
-	for (size_t i = 0; i < n; i++) {
-		if (n - i > (size_t)o->cfg->keep) {
-			char path[8300];
+	*count = n;
+	return names;
+}
 
-			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-			unlink(path);
+/*
+ * Deletes the oldest files of the series beyond --keep. Names sort by
+ * time. Only names of the exact form expand() writes are candidates, and
+ * the file just written (path) always stays: it counts as one of --keep.
+ */
+static void prune(struct output *o, const char *path)
+{
+	char dir[4096], prefix[4096], *slash, **names;
+	const char *t = strstr(o->pattern, "%t"), *suffix = t + 2;
+	const char *newest = strrchr(path, '/');
+	size_t n;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(t - o->pattern), o->pattern);
+	slash = strrchr(dir, '/');
+	snprintf(prefix, sizeof(prefix), "%s", slash ? slash + 1 : dir);
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (strchr(suffix, '/'))
+		return;	/* %t names a directory: no series of files to prune */
+	newest = newest ? newest + 1 : path;
+	names = list_ours(dir, prefix, suffix, newest, &n);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
+	for (size_t i = 0; i < n; i++) {
+		if (n - i > (size_t)o->cfg->keep - 1) {
+			char old[8300];
+
+			snprintf(old, sizeof(old), "%s/%s", dir, names[i]);
+			unlink(old);
 		}
 		free(names[i]);
 	}
 	free(names);
 }
 
-int output_write(struct output *o, const struct profile *p, char *path, size_t pathlen,
-		 char *err, size_t errlen)
+int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
+		 size_t pathlen, char *err, size_t errlen)
 {
 	char *text;
 	size_t len;
 	int r;
 
-	expand(o, path, pathlen);
+	expand(o, wall_ns, path, pathlen);
 	if (o->cfg->format == FORMAT_PPROF) {
 		r = pprof_write_file(p, path, err, errlen);
 	} else if (collapsed_encode(p, &text, &len)) {
@@ -136,6 +176,6 @@ int output_write(struct output *o, const struct profile *p, char *path, size_t p
 		free(text);
 	}
 	if (r == 0 && o->series && o->cfg->keep > 0)
-		prune(o);
+		prune(o, path);
 	return r;
 }

@@ -7,6 +7,7 @@
 #define OUTPUT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cli.h"
 #include "profile.h"
@@ -22,9 +23,11 @@ struct output {
  * checks it can be written. -1 with one line in err. */
 int output_init(struct output *o, const struct config *cfg, char *err, size_t errlen);
 
-/* Writes the profile atomically in the configured format; path gets the
- * file's name. In a series, older files beyond --keep are deleted. */
-int output_write(struct output *o, const struct profile *p, char *path, size_t pathlen,
-		 char *err, size_t errlen);
+/* Writes the profile atomically in the configured format; wall_ns
+ * (CLOCK_REALTIME) is the time a %t name carries; path gets the file's name. In a series, older files beyond --keep are deleted: only
+ * names of the exact form this program writes (prefix, UTC stamp and
+ * sequence number, suffix), never the file just written. */
+int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
+		 size_t pathlen, char *err, size_t errlen);
 
 #endif

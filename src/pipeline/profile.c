@@ -499,6 +499,11 @@ int profile_add_comment(struct profile *p, const char *text)
 	return 0;
 }
 
+void profile_clear_comments(struct profile *p)
+{
+	p->ncomments = 0;
+}
+
 static bool func_eq(const struct profile *p, uint32_t idx, const void *key)
 {
 	const struct profile_function_rec *a = &p->funcs[idx], *b = key;

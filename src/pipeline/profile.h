@@ -69,6 +69,8 @@ int profile_set_period(struct profile *p, const char *type, const char *unit,
 void profile_set_time(struct profile *p, int64_t time_nanos,
 		      int64_t duration_nanos);
 int profile_add_comment(struct profile *p, const char *text);
+/* Drops the comments (their strings stay interned). */
+void profile_clear_comments(struct profile *p);
 
 /* String table index of s (NULL or "" is 0), or -1. */
 int64_t profile_intern(struct profile *p, const char *s);

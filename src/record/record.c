@@ -887,6 +887,7 @@ void record_meta(struct recorder *rec, const struct rec_meta *m)
 	b_u64(&b, (uint64_t)m->time_nanos);
 	b_str(&b, m->event);
 	b_str(&b, m->cmdline);
+	b_u64(&b, m->start_mono_ns);
 	w_buf(rec, REC_META, &b);
 }
 
@@ -944,22 +945,21 @@ void record_sample_end(struct recorder *rec)
 		rec->in_sample = 0;
 }
 
-void record_write(struct recorder *rec, const struct rec_write *w)
+void record_tick(struct recorder *rec, const struct pipeline_tick *k)
 {
 	struct buf b = { 0 };
-	uint32_t n = w->nstats < REC_MAX_STATS ? w->nstats : REC_MAX_STATS;
+	uint32_t n = k->nstats < REC_MAX_STATS ? k->nstats : REC_MAX_STATS;
 
 	if (!rec)
 		return;
-	b_u64(&b, (uint64_t)w->time_nanos);
-	b_u64(&b, (uint64_t)w->duration_nanos);
-	b_u64(&b, w->offcpu_now_ns);
-	b_u32(&b, w->final);
-	b_u32(&b, w->rotate);
+	b_u64(&b, (uint64_t)k->wall_ns);
+	b_u64(&b, k->mono_ns);
+	b_u32(&b, (uint32_t)k->final);
+	b_u32(&b, (uint32_t)k->rotate);
 	b_u32(&b, n);
 	for (uint32_t i = 0; i < n; i++)
-		b_u64(&b, w->stats[i]);
-	w_buf(rec, REC_WRITE, &b);
+		b_u64(&b, k->stats[i]);
+	w_buf(rec, REC_TICK, &b);
 	/* Each profile written is a point a killed run can be read back to. */
 	if (!rec->err)
 		w_deflate(rec, "", 0, Z_FULL_FLUSH);
@@ -1162,6 +1162,10 @@ static int parse_meta(struct recording *r, const uint8_t *p, size_t n)
 	s = c_take(&c, len);
 	if (c.bad)
 		return -1;
+	if (c.n >= 8) {
+		r->meta.start_mono_ns = c_u64(&c);
+		r->meta.has_start_mono = 1;
+	}
 	free(r->meta.cmdline);
 	r->meta.cmdline = strndup((const char *)s, len);
 	return r->meta.cmdline ? 0 : -1;
@@ -1232,7 +1236,7 @@ static int parse_records(struct recording *r)
 			bad = parse_meta(r, p, len);
 			r->has_meta |= !bad;
 			break;
-		case REC_TARGET: case REC_FORGET: case REC_SAMPLE: case REC_WRITE:
+		case REC_TARGET: case REC_FORGET: case REC_SAMPLE: case REC_WRITE: case REC_TICK:
 			if (grow((void **)&r->ev, &cap_ev, r->nev + 1, sizeof(*r->ev)))
 				return -1;
 			r->ev[r->nev++] = (struct rec_event){ .type = type, .len = len, .p = p };
@@ -1479,6 +1483,23 @@ int rec_decode_write(const struct rec_event *e, struct rec_write *w)
 		return -1;
 	for (uint32_t i = 0; i < w->nstats; i++)
 		w->stats[i] = c_u64(&c);
+	return c.bad ? -1 : 0;
+}
+
+int rec_decode_tick(const struct rec_event *e, struct pipeline_tick *k)
+{
+	struct cur c = { e->p, e->len, 0 };
+
+	memset(k, 0, sizeof(*k));
+	k->wall_ns = (int64_t)c_u64(&c);
+	k->mono_ns = c_u64(&c);
+	k->final = c_u32(&c) != 0;
+	k->rotate = c_u32(&c) != 0;
+	k->nstats = c_u32(&c);
+	if (k->nstats > PIPELINE_MAX_STATS)
+		return -1;
+	for (uint32_t i = 0; i < k->nstats; i++)
+		k->stats[i] = c_u64(&c);
 	return c.bad ? -1 : 0;
 }
 

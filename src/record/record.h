@@ -23,7 +23,9 @@
  * Record payloads (str = u16 length + bytes):
  *   META    u64 sample_period, u64 frequency, u32 stack_bytes, u32 flags
  *           (1 hw cycles, 2 wall, 4 gil only), u32 symcache_entries,
- *           u32 threadcache_entries, i64 time_nanos, str event, str cmdline
+ *           u32 threadcache_entries, i64 time_nanos, str event, str cmdline,
+ *           u64 start_mono_ns (CLOCK_MONOTONIC at time_nanos; absent in
+ *           recordings made before TICK existed)
  *   TARGET  u32 pid, u64 start_time, u32 major, minor, micro, version_hex,
  *           u64 runtime_addr, interp_head_addr, gil_locked_addr,
  *           gil_holder_addr, gil_current_addr, str module, str comm,
@@ -37,7 +39,12 @@
  *           the bytes of the n extents; the rest of the file reads as zeros
  *   PATH    u32 object, u64 seq, str path (the path resolves to object;
  *           object 0xffffffff: the path did not resolve then)
- *   WRITE   i64 time_nanos, i64 duration_nanos, u64 offcpu_now_ns,
+ *   TICK    i64 wall_ns, u64 mono_ns (CLOCK_REALTIME and CLOCK_MONOTONIC at
+ *           an interval boundary of the pipeline, src/pipeline/pipeline.h:
+ *           the profile written then is named by wall_ns and lasts until
+ *           mono_ns), u32 final, u32 rotate (as applied: 0 when the write
+ *           failed), u32 n, n x u64 BPF counters
+ *   WRITE   (older recordings, instead of TICK) i64 time_nanos, i64 duration_nanos, u64 offcpu_now_ns,
  *           u32 final, u32 rotate, u32 n, n x u64 BPF counters
  *   END     u64 samples (the recording was closed properly)
  * Unknown record types are skipped.
@@ -64,6 +71,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pipeline.h"
 #include "pyversion.h"
 #include "target_src.h"
 
@@ -73,13 +81,13 @@
 
 enum rec_type {
 	REC_META = 1, REC_TARGET, REC_FORGET, REC_SAMPLE, REC_MEM, REC_MAPS,
-	REC_FILE, REC_PATH, REC_WRITE, REC_END, REC_MEMFAIL,
+	REC_FILE, REC_PATH, REC_WRITE, REC_END, REC_MEMFAIL, REC_TICK,
 };
 
 #define REC_META_HW_CYCLES	1u
 #define REC_META_WALL		2u
 #define REC_META_GIL_ONLY	4u
-#define REC_MAX_STATS		32
+#define REC_MAX_STATS		PIPELINE_MAX_STATS
 
 struct rec_meta {
 	uint64_t sample_period, frequency;
@@ -89,8 +97,11 @@ struct rec_meta {
 	int64_t time_nanos;		/* wall clock at the start */
 	char event[32];
 	char *cmdline;			/* the recorded invocation */
+	uint64_t start_mono_ns;		/* monotonic clock at the start */
+	int has_start_mono;		/* 0 in recordings older than TICK */
 };
 
+/* An older recording's profile write (WRITE); newer ones have TICKs. */
 struct rec_write {
 	int64_t time_nanos, duration_nanos;
 	uint64_t offcpu_now_ns;		/* wall mode: off-CPU intervals closed here */
@@ -118,7 +129,7 @@ void record_forget(struct recorder *rec, const struct py_target *t);
  * symbolizer read them); memory always. */
 void record_sample(struct recorder *rec, const void *data, size_t size);
 void record_sample_end(struct recorder *rec);
-void record_write(struct recorder *rec, const struct rec_write *w);
+void record_tick(struct recorder *rec, const struct pipeline_tick *k);
 /* Ends the recording and frees rec; -1 with one line in err if it could
  * not be written. */
 int record_close(struct recorder *rec, char *err, size_t errlen);
@@ -126,7 +137,8 @@ int record_close(struct recorder *rec, char *err, size_t errlen);
 /* ---- reading and replaying (--replay) --------------------------------- */
 
 struct rec_event {
-	uint8_t type;			/* REC_TARGET, REC_FORGET, REC_SAMPLE, REC_WRITE */
+	uint8_t type;			/* REC_TARGET, REC_FORGET, REC_SAMPLE, REC_WRITE,
+					 * REC_TICK */
 	uint32_t len;
 	const uint8_t *p;		/* payload, inside the recording's buffer */
 };
@@ -181,6 +193,7 @@ void rec_free(struct recording *r);
 int rec_decode_target(const struct rec_event *e, struct py_target *t);
 int rec_decode_forget(const struct rec_event *e, uint32_t *pid, uint64_t *start_time);
 int rec_decode_write(const struct rec_event *e, struct rec_write *w);
+int rec_decode_tick(const struct rec_event *e, struct pipeline_tick *k);
 
 /* Writes the recorded files under a temporary directory and makes
  * rec_replay_src(r) serve reads from r. -1 with one line in err. */

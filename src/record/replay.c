@@ -1,10 +1,10 @@
 /*
- * Replay of a recording: the same sink, caches, sample_add(), profile and
- * output code as src/live/session.c, driven by the recorded events instead of
- * the BPF ring buffer, with every read of a target served by the recording
- * (src/record/record.c). Profile types, period, comments and times are rebuilt
- * from what the recording says the live session used, so a replayed
- * profile equals the one the live run wrote.
+ * Replay of a recording: the pipeline of a live session
+ * (src/pipeline/pipeline.c) fed with the recorded events - targets,
+ * forgets, samples, interval ticks - instead of BPF, with every read of a
+ * target served by the recording (src/record/record.c). The pipeline's
+ * settings come from the recording's META, so a replayed profile equals
+ * the one the live run wrote, name and interval included.
  */
 #define _GNU_SOURCE
 #include "replay.h"
@@ -15,15 +15,10 @@
 #include <string.h>
 
 #include "output.h"
+#include "pipeline.h"
 #include "proc.h"
 #include "pylayout.h"
 #include "pyperf.h"
-#include "sample.h"
-
-/* What src/live/session.c uses when the recording does not say. */
-#define DEF_SYMCACHE		16384
-#define DEF_THREADCACHE		8192
-#define MAX_CACHE_ENTRIES	(1u << 16)	/* bounds what a recording may ask for */
 
 struct rp_target {
 	struct py_target t;
@@ -32,12 +27,17 @@ struct rp_target {
 
 struct replayer {
 	struct recording *r;
-	struct sample_sink *sink;
+	struct pipeline *pl;
 	struct rp_target **v;		/* in the order they became targets */
 	size_t n, cap;
 	int verbose;
 	struct replay_stats *st;
+	pipeline_write_fn write;	/* the caller's */
+	void *write_ctx;
 	uint64_t first_ns, last_ns;	/* sample clock, for a missing final write */
+	int64_t clock_wall;		/* the newest start or tick fed */
+	uint64_t clock_mono;
+	struct pipeline_tick last;	/* its BPF counters */
 };
 
 /* The newest target of pid, as targets_find() prefers a live target to
@@ -116,24 +116,24 @@ static int on_target(struct replayer *rp, const struct rec_event *e)
 		rp->cap = nc;
 	}
 	rp->v[rp->n++] = t;
+	if (t->ok)
+		pipeline_target_add(rp->pl, &t->t);
 	return 0;
 }
 
-/* A target was forgotten: session.c's on_target(-1) drops its caches. */
+/* A target was forgotten: the pipeline drops what it cached for the pid. */
 static void on_forget(struct replayer *rp, const struct rec_event *e)
 {
-	struct sample_sink *k = rp->sink;
+	struct py_target gone = { 0 };
 	uint64_t start;
 	uint32_t pid;
 	size_t i;
 
 	if (rec_decode_forget(e, &pid, &start))
 		return;
-	pysym_forget_pid(k->syms, (int)pid);
-	pythread_forget_pid(k->threads, (int)pid);
-	pyasyncio_forget_pid(k->tasks, (int)pid);
-	if (k->objs)
-		objcache_forget_pid(k->objs, (int)pid);
+	gone.pid = (pid_t)pid;
+	gone.start_time = start;
+	pipeline_target_forget(rp->pl, &gone);
 	for (i = 0; i < rp->n; i++)
 		if ((uint32_t)rp->v[i]->t.pid == pid && rp->v[i]->t.start_time == start)
 			break;
@@ -176,7 +176,7 @@ static int on_sample(struct replayer *rp, const struct rec_event *e, uint64_t se
 		free(rec);
 		return 0;
 	}
-	r = sample_add(rp->sink, &t->t, rec, e->len);
+	r = pipeline_sample(rp->pl, &t->t, rec, e->len);
 	free(rec);
 	rp->st->samples++;
 	if (r)
@@ -184,184 +184,159 @@ static int on_sample(struct replayer *rp, const struct rec_event *e, uint64_t se
 	return r;
 }
 
-/* The same profile session.c's new_profile() makes. */
-static struct profile *new_profile(const struct rec_meta *m)
+/* An interval boundary, as the live pipeline took it. */
+static int on_tick(struct replayer *rp, const struct pipeline_tick *k)
 {
-	struct profile *p = profile_new();
-	uint64_t period = m->frequency ? 1000000000ULL / m->frequency : m->sample_period;
+	char err[512], path[4200];
 
-	if (!p)
-		return NULL;
-	profile_add_sample_type(p, "samples", "count");
-	if (m->flags & REC_META_HW_CYCLES) {
-		profile_add_sample_type(p, "cycles", "count");
-		profile_set_period(p, "cycles", "count", (int64_t)m->sample_period);
-	} else {
-		const char *type = (m->flags & REC_META_WALL) ? "wall" : "cpu";
-
-		profile_add_sample_type(p, type, "nanoseconds");
-		profile_set_period(p, type, "nanoseconds", (int64_t)period);
-	}
-	return p;
-}
-
-/* The comments session.c's add_comments() adds, from the recorded values. */
-static void add_comments(struct replayer *rp, const struct rec_write *w)
-{
-	const struct rec_meta *m = &rp->r->meta;
-	const struct sample_counts *n = &rp->sink->n;
-	uint64_t lost = w->nstats > STAT_LOST ? w->stats[STAT_LOST] : 0;
-	char buf[512];
-
-	snprintf(buf, sizeof(buf), "command: %s", m->cmdline ? m->cmdline : "");
-	profile_add_comment(rp->sink->prof, buf);
-	snprintf(buf, sizeof(buf), "event: %s, %s %" PRIu64,
-		 (m->flags & REC_META_HW_CYCLES) ? "cycles" : m->event,
-		 m->frequency ? "frequency Hz" : "period",
-		 m->frequency ? m->frequency : m->sample_period);
-	profile_add_comment(rp->sink->prof, buf);
-	snprintf(buf, sizeof(buf),
-		 "counters: samples=%" PRIu64 " lost=%" PRIu64 " truncated=%" PRIu64
-		 " no_python=%" PRIu64 " read_errors=%" PRIu64 " bad_frames=%" PRIu64
-		 " max_depth=%" PRIu64 " native_stacks=%" PRIu64 " native_errors=%" PRIu64
-		 " stack_errors=%" PRIu64 " merge_errors=%" PRIu64,
-		 n->records, lost, n->truncated, n->no_python,
-		 n->read_errors, n->bad_frames, n->max_depth, n->native_stacks,
-		 n->native_errors, n->stack_errors, n->merge_errors);
-	profile_add_comment(rp->sink->prof, buf);
-}
-
-/* session.c's write_profile(), with the recorded clocks. */
-static int on_write(struct replayer *rp, const struct rec_write *w, replay_write_fn write,
-		    void *ctx)
-{
-	struct sample_sink *k = rp->sink;
-	struct profile *next;
-	int r;
-
-	if (rp->r->meta.flags & REC_META_WALL)
-		sample_flush_offcpu(k, w->offcpu_now_ns, find_cb, rp);
-	add_comments(rp, w);
-	profile_set_time(k->prof, w->time_nanos, w->duration_nanos);
-	rp->st->writes++;
-	rp->st->distinct = profile_sample_count(k->prof);
-	r = write(ctx, k->prof, w);
-	if (!w->rotate)
-		return r;
-	next = new_profile(&rp->r->meta);
-	if (!next) {
-		fprintf(stderr, "pyperf-pprof: out of memory starting a new interval; continuing in the current one\n");
-		return -1;
-	}
-	profile_free(k->prof);
-	k->prof = next;
-	return r;
-}
-
-static int setup(struct replayer *rp, int all_native)
-{
-	const struct rec_meta *m = &rp->r->meta;
-	struct sample_sink *k = calloc(1, sizeof(*k));
-	uint32_t syms = m->symcache_entries ? m->symcache_entries : DEF_SYMCACHE;
-	uint32_t threads = m->threadcache_entries ? m->threadcache_entries : DEF_THREADCACHE;
-
-	rp->sink = k;
-	if (!k)
-		return -1;
-	k->all_native = all_native;
-	if (syms > MAX_CACHE_ENTRIES)
-		syms = MAX_CACHE_ENTRIES;
-	if (threads > MAX_CACHE_ENTRIES)
-		threads = MAX_CACHE_ENTRIES;
-	k->period_ns = m->frequency ? 1000000000ULL / m->frequency : m->sample_period;
-	k->prof = new_profile(m);
-	k->syms = pysym_cache_new(syms);
-	k->threads = pythread_cache_new(threads);
-	k->tasks = pyasyncio_cache_new(threads);
-	if (!k->prof || !k->syms || !k->threads || !k->tasks)
-		return -1;
-	if (!m->stack_bytes)
+	rp->clock_wall = k->wall_ns;
+	rp->clock_mono = k->mono_ns;
+	rp->last = *k;
+	if (pipeline_write(rp->pl, k, path, sizeof(path), err, sizeof(err)) == 0)
 		return 0;
-	k->objs = objcache_new(NULL);
-	k->unw = unwind_ctx_new(k->objs, NULL);
-	k->nsym = nsym_ctx_new(k->objs);
-	return k->unw && k->nsym ? 0 : -1;
+	fprintf(stderr, "pyperf-pprof: %s\n", err);
+	return -1;
+}
+
+/* A wall-clock time plus a span, as a recording (any bytes) may hold:
+ * wraps instead of overflowing. */
+static int64_t wall_plus(int64_t wall, uint64_t span)
+{
+	return (int64_t)((uint64_t)wall + span);
+}
+
+/* A WRITE of a recording older than TICK: it says when its interval
+ * started and how long it lasted, and was named at its end. */
+static int on_old_write(struct replayer *rp, const struct rec_write *w)
+{
+	struct pipeline_tick k = { .final = (int)w->final, .rotate = (int)w->rotate,
+				   .nstats = w->nstats };
+	uint64_t mono = w->offcpu_now_ns ? w->offcpu_now_ns : (uint64_t)w->duration_nanos;
+
+	memcpy(k.stats, w->stats, sizeof(k.stats));
+	k.wall_ns = wall_plus(w->time_nanos, (uint64_t)w->duration_nanos);
+	k.mono_ns = mono;
+	pipeline_start(rp->pl, w->time_nanos, mono - (uint64_t)w->duration_nanos);
+	return on_tick(rp, &k);
+}
+
+/* The recording ends without its final write (the run was killed, or
+ * stopped early): write what there is, as the live session would have. */
+static int final_write(struct replayer *rp)
+{
+	struct pipeline_tick k = rp->last;
+
+	k.final = 1;
+	k.rotate = 0;
+	if (!rp->r->meta.has_start_mono) {
+		/* Older recordings: the interval is the span of the samples. */
+		pipeline_start(rp->pl, rp->r->meta.time_nanos, rp->first_ns);
+		k.wall_ns = wall_plus(rp->r->meta.time_nanos, rp->last_ns - rp->first_ns);
+		k.mono_ns = rp->last_ns;
+		return on_tick(rp, &k);
+	}
+	k.mono_ns = rp->last_ns > rp->clock_mono ? rp->last_ns : rp->clock_mono;
+	k.wall_ns = wall_plus(rp->clock_wall, k.mono_ns - rp->clock_mono);
+	return on_tick(rp, &k);
+}
+
+/* Every profile the pipeline writes goes to the caller's writer. */
+static int write_cb(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
+		    size_t pathlen, char *err, size_t errlen)
+{
+	struct replayer *rp = ctx;
+
+	rp->st->writes++;
+	rp->st->distinct = profile_sample_count(p);
+	return rp->write(rp->write_ctx, p, wall_ns, path, pathlen, err, errlen);
+}
+
+/* The pipeline the recorded session ran. */
+static struct pipeline *setup(struct replayer *rp, int all_native)
+{
+	const struct rec_meta *m = &rp->r->meta;
+	struct pipeline_conf c = {
+		.event = m->event, .sample_period = m->sample_period, .frequency = m->frequency,
+		.stack_bytes = m->stack_bytes, .all_native = all_native, .hw_cycles = !!(m->flags & REC_META_HW_CYCLES),
+		.wall = !!(m->flags & REC_META_WALL), .gil_only = !!(m->flags & REC_META_GIL_ONLY),
+		.symcache_entries = m->symcache_entries,	/* 0: the defaults */
+		.threadcache_entries = m->threadcache_entries,
+		.cmdline = m->cmdline,
+	};
+	struct pipeline_io io = { .write = write_cb, .find = find_cb, .ctx = rp };
+	struct pipeline *pl = pipeline_new(&c, &io);
+
+	if (!pl)
+		return NULL;
+	rp->clock_wall = m->time_nanos;
+	rp->clock_mono = m->start_mono_ns;
+	pipeline_start(pl, m->time_nanos, m->start_mono_ns);
+	return pl;
 }
 
 static void teardown(struct replayer *rp)
 {
-	struct sample_sink *k = rp->sink;
+	const struct sample_sink *k = rp->pl ? pipeline_sink(rp->pl) : NULL;
 
-	if (k) {
-		for (size_t i = 0; i < OFFCPU_MAX; i++)
-			free(k->offcpu[i].locs);
-		pysym_cache_free(k->syms);
-		pythread_cache_free(k->threads);
-		pyasyncio_cache_free(k->tasks);
-		if (k->objs && rp->verbose > 0) {
-			char objs[512];
+	if (k && k->objs && rp->verbose > 0) {
+		char objs[512];
 
-			objcache_describe(k->objs, objs, sizeof(objs));
-			fprintf(stderr, "pyperf-pprof: replay: %s\n", objs);
-		}
-		unwind_ctx_free(k->unw);
-		nsym_ctx_free(k->nsym);
-		objcache_free(k->objs);
-		profile_free(k->prof);
-		free(k);
+		objcache_describe(k->objs, objs, sizeof(objs));
+		fprintf(stderr, "pyperf-pprof: replay: %s\n", objs);
 	}
+	pipeline_free(rp->pl);
 	for (size_t i = 0; i < rp->n; i++)
 		free(rp->v[i]);
 	free(rp->v);
 }
 
-int replay_run(struct recording *r, replay_write_fn write, void *ctx, int verbose,
+static int on_event(struct replayer *rp, const struct rec_event *e, uint64_t *seq,
+		    int *pending)
+{
+	struct pipeline_tick k;
+	struct rec_write w;
+
+	switch (e->type) {
+	case REC_TARGET:
+		return on_target(rp, e);
+	case REC_FORGET:
+		on_forget(rp, e);
+		return 0;
+	case REC_SAMPLE:
+		*pending = 1;
+		return on_sample(rp, e, ++*seq);
+	case REC_TICK:
+		if (rec_decode_tick(e, &k))
+			return 0;
+		*pending = 0;
+		return on_tick(rp, &k);
+	case REC_WRITE:
+		if (rec_decode_write(e, &w))
+			return 0;
+		*pending = 0;
+		return on_old_write(rp, &w);
+	}
+	return 0;
+}
+
+int replay_run(struct recording *r, pipeline_write_fn write, void *ctx, int verbose,
 	       int all_native, struct replay_stats *st)
 {
-	struct replayer rp = { .r = r, .verbose = verbose, .st = st };
-	struct rec_write w;
+	struct replayer rp = { .r = r, .verbose = verbose, .st = st, .write = write,
+			       .write_ctx = ctx };
 	uint64_t seq = 0;
 	int rc = 0, pending = 0;
 
 	memset(st, 0, sizeof(*st));
-	if (setup(&rp, all_native)) {
+	rp.pl = setup(&rp, all_native);
+	if (!rp.pl) {
 		fprintf(stderr, "pyperf-pprof: out of memory setting up the replay\n");
-		teardown(&rp);
 		return -1;
 	}
-	for (size_t i = 0; i < r->nev && !rc; i++) {
-		const struct rec_event *e = &r->ev[i];
-
-		switch (e->type) {
-		case REC_TARGET:
-			rc = on_target(&rp, e);
-			break;
-		case REC_FORGET:
-			on_forget(&rp, e);
-			break;
-		case REC_SAMPLE:
-			rc = on_sample(&rp, e, ++seq);
-			pending = 1;
-			break;
-		case REC_WRITE:
-			if (rec_decode_write(e, &w) == 0) {
-				rc = on_write(&rp, &w, write, ctx);
-				pending = 0;
-			}
-			break;
-		}
-	}
-	if (pending || !st->writes) {
-		/* Cut short (or a stopped replay): write what there is, as the
-		 * live session writes what it collected. */
-		memset(&w, 0, sizeof(w));
-		w.final = 1;
-		w.time_nanos = r->meta.time_nanos;
-		w.duration_nanos = (int64_t)(rp.last_ns - rp.first_ns);
-		w.offcpu_now_ns = rp.last_ns;
-		if (on_write(&rp, &w, write, ctx))
-			rc = -1;
-	}
+	for (size_t i = 0; i < r->nev && !rc; i++)
+		rc = on_event(&rp, &r->ev[i], &seq, &pending);
+	if ((pending || !st->writes) && final_write(&rp))
+		rc = -1;
 	teardown(&rp);
 	return rc;
 }
@@ -375,18 +350,18 @@ struct main_ctx {
 	int failed;
 };
 
-static int write_output(void *ctx, const struct profile *p, const struct rec_write *w)
+static int write_output(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
+			size_t pathlen, char *err, size_t errlen)
 {
 	struct main_ctx *m = ctx;
-	char err[512];
 
-	if (output_write(&m->out, p, m->path, sizeof(m->path), err, sizeof(err))) {
-		fprintf(stderr, "pyperf-pprof: %s\n", err);
+	if (output_write(&m->out, p, wall_ns, path, pathlen, err, errlen)) {
 		m->failed = 1;
 		return -1;
 	}
+	snprintf(m->path, sizeof(m->path), "%s", path);
 	if (m->cfg->verbose)
-		fprintf(stderr, "pyperf-pprof: wrote %s\n", m->path);
+		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
 	return 0;
 }
 

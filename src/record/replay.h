@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "profile.h"
+#include "pipeline.h"
 #include "record.h"
 
 struct replay_stats {
@@ -20,9 +20,6 @@ struct replay_stats {
 	uint64_t writes;
 	uint64_t distinct;		/* distinct stacks of the last profile */
 };
-
-/* Called for each profile the recorded session wrote (final: the last). */
-typedef int (*replay_write_fn)(void *ctx, const struct profile *p, const struct rec_write *w);
 
 /*
  * Replays r (rec_replay_begin() must have installed its hooks): targets,
@@ -34,7 +31,7 @@ typedef int (*replay_write_fn)(void *ctx, const struct profile *p, const struct 
  * or -1 when memory ran out or write failed (what was replayed until then
  * has been written).
  */
-int replay_run(struct recording *r, replay_write_fn write, void *ctx, int verbose,
+int replay_run(struct recording *r, pipeline_write_fn write, void *ctx, int verbose,
 	       int all_native, struct replay_stats *st);
 
 /* The --replay command: cfg->replay to cfg->out in cfg->format. Exit code. */

@@ -12,6 +12,9 @@
 #   NAME.collapsed  `--replay NAME.rec --format collapsed` (the expected output)
 #   NAME.raw        `go tool pprof -raw` of the replayed profile (with go)
 # and checks that everything under tests/recordings stays below 3 MB.
+# A continuous-mode case (--interval) writes a series of files into a
+# directory instead: the replay must write the same names with the same
+# bytes, and NAME.live lists them (sha256sum of the live run's files).
 #
 # Cases (name, interpreter, workload, pyperf-pprof options):
 #   py38-frames       pyenv 3.8.18   methods.py        Python only; <= 3.10
@@ -30,6 +33,9 @@
 #                                                      interpreter unwound by .eh_frame,
 #                                                      ctypes qsort callback, zlib,
 #                                                      the C extension tests/ext/cbext.c
+#   py311-continuous  /usr/bin/python3.11 methods.py   continuous mode: 3 intervals of
+#                                                      1 s, counters per interval, file
+#                                                      names from the recorded clocks
 #
 # Environment: PYPERF (default ./pyperf-pprof of the top directory), GO
 # (default go), PY38, PY311, PY312, PY313 (the interpreters).
@@ -61,6 +67,7 @@ py311-debian-wall $PY311 named_threads.py --no-native --mode wall -F 250 -d 600
 py313-debugoffsets $PY313 methods.py --no-native -d 600
 py312-asyncio $PY312 asyncio_tasks.py --no-native -d 600
 native-py311-debian $PY311 native.py -c 4000000 -d 800
+py311-continuous $PY311 methods.py --no-native -F 199 --interval 1 -d 3000
 EOF
 }
 
@@ -87,6 +94,10 @@ record_one() {
 		sleep 0.1
 	done
 	sleep 0.2
+	case " $* " in *" --interval "*)
+		record_series "$name" "$@"
+		return ;;
+	esac
 	"$PYPERF" --pid $pid "$@" -q --record "$work/$name.rec" -o "$work/$name.live.pb.gz" ||
 		die "$name: pyperf-pprof failed"
 	kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; pid=
@@ -110,6 +121,26 @@ record_one() {
 		cp "$work/$name.all-native.collapsed" "$here/"
 	[ $have_go = 1 ] && cp "$work/$name.raw" "$here/"
 	echo "$name: $(wc -c < "$here/$name.rec") bytes, $(awk '{n += $NF} END {print n}' "$here/$name.collapsed") samples, replay equals the live profile"
+}
+
+# Continuous mode: the live run's files, by name and bytes, are what the
+# replay must write.
+record_series() {
+	name=$1
+	shift
+	mkdir "$work/$name.live" "$work/$name.replay"
+	"$PYPERF" --pid $pid "$@" -q --record "$work/$name.rec" -o "$work/$name.live/" ||
+		die "$name: pyperf-pprof failed"
+	kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; pid=
+	"$PYPERF" --replay "$work/$name.rec" -q -o "$work/$name.replay/" ||
+		die "$name: replay failed"
+	(cd "$work/$name.live" && sha256sum -- *) > "$work/$name.live.sums"
+	(cd "$work/$name.replay" && sha256sum -- *) > "$work/$name.replay.sums"
+	diff -u "$work/$name.live.sums" "$work/$name.replay.sums" ||
+		die "$name: the replayed files differ from the live ones (names or bytes)"
+	cp "$work/$name.rec" "$here/"
+	cp "$work/$name.live.sums" "$here/$name.live"
+	echo "$name: $(wc -c < "$here/$name.rec") bytes, $(wc -l < "$here/$name.live") files, replay equals the live files"
 }
 
 build_ext

@@ -127,11 +127,12 @@ static void make_recording(const char *path, const char *libc)
 {
 	struct rec_meta m = { .sample_period = 1000000, .stack_bytes = 16384,
 			      .symcache_entries = 64, .threadcache_entries = 32,
-			      .time_nanos = 1234567890, .cmdline = "pyperf-pprof --test" };
+			      .time_nanos = 1234567890, .cmdline = "pyperf-pprof --test",
+			      .start_mono_ns = 555 };
 	struct py_target t = { .pid = getpid(), .start_time = 42, .major = 3, .minor = 11,
 			       .micro = 7, .version_hex = 0x030b07f0, .runtime_addr = 0x1000 };
-	struct rec_write w = { .time_nanos = 1234567890, .duration_nanos = 1000,
-			       .final = 1, .nstats = 3, .stats = { 7, 8, 9 } };
+	struct pipeline_tick w = { .wall_ns = 1234567890, .mono_ns = 1000,
+				   .final = 1, .nstats = 3, .stats = { 7, 8, 9 } };
 	struct py_sample_hdr h = { .pid = (uint32_t)getpid(), .tid = 1 };
 	uint8_t buf[64], two[2][16];
 	struct iovec local[2] = { { two[0], 16 }, { two[1], 16 } };
@@ -198,7 +199,7 @@ static void make_recording(const char *path, const char *libc)
 	check(target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64) != 0,
 	      "record: the page is gone");
 	record_sample_end(rec);
-	record_write(rec, &w);
+	record_tick(rec, &w);
 	check(record_close(rec, err, sizeof(err)) == 0, "record: close");
 }
 
@@ -208,7 +209,7 @@ static void test_roundtrip(void)
 	struct facts exe_live, exe_rec, libc_live, libc_rec;
 	struct recording *r;
 	struct py_target t;
-	struct rec_write w;
+	struct pipeline_tick w;
 	struct proc_maps live_maps, rec_maps;
 	uint8_t buf[64], want[64], two[2][16];
 	struct iovec local[2] = { { two[0], 16 }, { two[1], 16 } };
@@ -242,14 +243,16 @@ static void test_roundtrip(void)
 	      "load: meta, END, 4 samples, nothing malformed");
 	check(r->meta.sample_period == 1000000 && r->meta.stack_bytes == 16384 &&
 	      r->meta.time_nanos == 1234567890 && strcmp(r->meta.event, "cpu-clock") == 0 &&
+	      r->meta.has_start_mono && r->meta.start_mono_ns == 555 &&
 	      strcmp(r->meta.cmdline, "pyperf-pprof --test") == 0, "load: meta fields");
 	check(r->nev == 6 && r->ev[0].type == REC_TARGET && r->ev[1].type == REC_SAMPLE &&
-	      r->ev[5].type == REC_WRITE, "load: events in order");
+	      r->ev[5].type == REC_TICK, "load: events in order");
 	check(r->nev == 6 && rec_decode_target(&r->ev[0], &t) == 0 && t.pid == getpid() &&
 	      t.minor == 11 && t.runtime_addr == 0x1000 && strcmp(t.comm, "test_record") == 0 &&
 	      strcmp(t.module, "/usr/bin/python3.11") == 0, "load: target fields");
-	check(r->nev == 6 && rec_decode_write(&r->ev[5], &w) == 0 && w.final == 1 &&
-	      w.nstats == 3 && w.stats[2] == 9 && w.duration_nanos == 1000, "load: write fields");
+	check(r->nev == 6 && rec_decode_tick(&r->ev[5], &w) == 0 && w.final == 1 &&
+	      w.nstats == 3 && w.stats[2] == 9 && w.wall_ns == 1234567890 && w.mono_ns == 1000,
+	      "load: tick fields");
 	check(r->nmem == 8, "load: 8 memory reads kept (a repeat dropped; 2 failures)");
 
 	check(rec_replay_begin(r, err, sizeof(err)) == 0, "replay: begin");

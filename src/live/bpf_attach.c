@@ -1,0 +1,321 @@
+/* Loading, attaching and reading the BPF program; see bpf_attach.h. */
+#define _GNU_SOURCE
+#include "bpf_attach.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pyperf.skel.h"
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	static int verbose;
+
+	if (!fmt) {		/* our own call to set the level */
+		verbose = level;
+		return 0;
+	}
+	if (level == LIBBPF_DEBUG || (level == LIBBPF_INFO && verbose < 2) ||
+	    (level == LIBBPF_WARN && !verbose))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void bpf_attach_log_level(int verbose)
+{
+	libbpf_print((enum libbpf_print_level)verbose, NULL, NULL);
+	libbpf_set_print(libbpf_print);
+}
+
+/* Settings the program reads as constants: fixed before it is loaded. */
+static int configure(struct bpf_attach *a, const struct config *cfg)
+{
+	struct pyperf_bpf *skel = a->skel;
+	struct stat ns;
+
+	bpf_map__set_max_entries(skel->maps.events, cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(skel->maps.procs, TARGETS_MAX);
+	if (!cfg->wall)
+		bpf_program__set_autoload(skel->progs.on_switch, false);
+	if (!cfg->all && !cfg->subprocesses) {
+		/* Fixed targets: no need to watch processes come and go. */
+		bpf_program__set_autoload(skel->progs.on_exec, false);
+		bpf_program__set_autoload(skel->progs.on_fork, false);
+	}
+	bpf_map__set_max_entries(skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
+	skel->rodata->stack_bytes = cfg->stack_bytes;
+	skel->rodata->unwind_mode = cfg->stack_bytes ? (__u32)cfg->unwind_mode : 0;
+	if (!cfg->stack_bytes || cfg->unwind_mode == PY_UNWIND_USER) {
+		/* No tables: do not allocate them. */
+		bpf_map__set_max_entries(skel->maps.unwind_rows, 1);
+		bpf_map__set_max_entries(skel->maps.unwind_objs, 1);
+		bpf_map__set_max_entries(skel->maps.unwind_pages, 1);
+		bpf_map__set_max_entries(skel->maps.unwind_procs, 1);
+	} else {
+		bpf_map__set_max_entries(skel->maps.unwind_procs, TARGETS_MAX);
+	}
+	skel->rodata->gil_only = cfg->gil_only;
+	skel->rodata->kernel_stacks = cfg->kernel;
+	if (stat("/proc/self/ns/pid", &ns)) {
+		fprintf(stderr, "pyperf-pprof: cannot stat /proc/self/ns/pid: %s (is /proc mounted?)\n",
+			strerror(errno));
+		return -1;
+	}
+	skel->rodata->pidns_ino = (__u32)ns.st_ino;
+	return 0;
+}
+
+int bpf_attach_load(struct bpf_attach *a, const struct config *cfg, const struct target_set *ts)
+{
+	int err;
+
+	a->skel = pyperf_bpf__open();
+	if (!a->skel) {
+		fprintf(stderr, "pyperf-pprof: cannot open the BPF program: %s\n", strerror(errno));
+		return -1;
+	}
+	if (configure(a, cfg))
+		return -1;
+	err = pyperf_bpf__load(a->skel);
+	if (err) {
+		fprintf(stderr, "pyperf-pprof: cannot load the BPF program: %s (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE; the kernel needs BTF and bpf_loop, Linux 5.17+)\n",
+			strerror(-err));
+		return -1;
+	}
+	for (size_t i = 0; i < ts->n; i++) {
+		__u32 key = (__u32)ts->v[i]->pid;
+
+		if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key),
+					 &ts->v[i]->bpf, sizeof(ts->v[i]->bpf), BPF_ANY)) {
+			fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
+				(int)key, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
+{
+	__u32 key = (__u32)t->pid;
+
+	if (!a->skel)
+		return;	/* not loaded yet: bpf_attach_load() registers it */
+	if (!add) {
+		bpf_map__delete_elem(a->skel->maps.procs, &key, sizeof(key), 0);
+		return;
+	}
+	if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key), &t->bpf,
+				 sizeof(t->bpf), BPF_ANY))
+		fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
+			t->pid, strerror(errno));
+}
+
+static int event_attr(const struct config *cfg, struct perf_event_attr *a)
+{
+	const char *ev = cfg->event;
+
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	if (strcmp(ev, "cpu-clock") == 0) {
+		a->config = PERF_COUNT_SW_CPU_CLOCK;
+	} else if (strcmp(ev, "task-clock") == 0) {
+		a->config = PERF_COUNT_SW_TASK_CLOCK;
+	} else if (strcmp(ev, "cycles") == 0) {
+		a->type = PERF_TYPE_HARDWARE;
+		a->config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		fprintf(stderr, "pyperf-pprof: unknown event '%s': use cpu-clock, task-clock or cycles\n", ev);
+		return -1;
+	}
+	if (cfg->frequency) {
+		a->freq = 1;
+		a->sample_freq = cfg->frequency;
+	} else {
+		a->sample_period = cfg->sample_period;
+	}
+	return 0;
+}
+
+static int open_event(struct perf_event_attr *a, int cpu)
+{
+	return (int)syscall(__NR_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* Opens cycles on the first CPU to learn whether the hardware has it. */
+static void resolve_event(struct bpf_attach *b, struct perf_event_attr *a)
+{
+	int fd;
+
+	if (a->type != PERF_TYPE_HARDWARE)
+		return;
+	fd = open_event(a, 0);
+	if (fd >= 0) {
+		close(fd);
+		b->hw_cycles = 1;
+		return;
+	}
+	if (errno != ENOENT && errno != EOPNOTSUPP && errno != ENODEV)
+		return;	/* reported by the real open */
+	fprintf(stderr, "pyperf-pprof: warning: hardware event 'cycles' is not supported here (a VM?); sampling cpu-clock instead\n");
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+}
+
+/* The kernel refuses a frequency above kernel.perf_event_max_sample_rate
+ * with EINVAL, which looks like a privilege problem unless it is named. */
+static void explain_open_error(const struct config *cfg, int err, int cpu)
+{
+	unsigned long long max = 0;
+	FILE *f;
+
+	if (err == EINVAL && cfg->frequency &&
+	    (f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r"))) {
+		if (fscanf(f, "%llu", &max) != 1)
+			max = 0;
+		fclose(f);
+	}
+	if (max && cfg->frequency > max) {
+		fprintf(stderr, "pyperf-pprof: -F %llu is above the kernel's limit of %llu samples per second (kernel.perf_event_max_sample_rate): use -F %llu or less, or raise the limit with sysctl -w kernel.perf_event_max_sample_rate=%llu\n",
+			(unsigned long long)cfg->frequency, max, max,
+			(unsigned long long)cfg->frequency);
+		return;
+	}
+	fprintf(stderr, "pyperf-pprof: cannot open perf event %s on CPU %d: %s%s\n",
+		cfg->event, cpu, strerror(err),
+		err == EACCES || err == EPERM ? " (needs root or CAP_PERFMON)" : "");
+}
+
+/* One perf event per online CPU, each running the sampling program. */
+static int attach_cpus(struct bpf_attach *b, const struct config *cfg,
+		       struct perf_event_attr *a, int ncpu)
+{
+	b->links = calloc((size_t)ncpu, sizeof(*b->links));
+	b->event_fds = calloc((size_t)ncpu, sizeof(*b->event_fds));
+	if (!b->links || !b->event_fds)
+		return -1;
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		int fd = open_event(a, cpu);
+
+		if (fd < 0 && errno == ENODEV)
+			continue;	/* offline CPU */
+		if (fd < 0) {
+			explain_open_error(cfg, errno, cpu);
+			return -1;
+		}
+		b->event_fds[b->nevents] = fd;
+		b->links[b->nevents] = bpf_program__attach_perf_event(b->skel->progs.on_sample, fd);
+		if (!b->links[b->nevents]) {
+			fprintf(stderr, "pyperf-pprof: cannot attach to perf event on CPU %d: %s\n",
+				cpu, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		b->nevents++;
+	}
+	return b->nevents ? 0 : -1;
+}
+
+int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_ms)
+{
+	struct perf_event_attr a;
+	int ncpu = libbpf_num_possible_cpus();
+
+	if (event_attr(cfg, &a))
+		return -1;
+	resolve_event(b, &a);
+	if (ncpu <= 0) {
+		fprintf(stderr, "pyperf-pprof: cannot count CPUs: %s\n", strerror(-ncpu));
+		return -1;
+	}
+	if (attach_cpus(b, cfg, &a, ncpu))
+		return -1;
+	if (cfg->wall) {
+		b->switch_link = bpf_program__attach(b->skel->progs.on_switch);
+		if (!b->switch_link) {
+			fprintf(stderr, "pyperf-pprof: cannot attach to sched_switch for --mode wall: %s\n",
+				strerror(errno));
+			return -1;
+		}
+	}
+	if (!cfg->all && !cfg->subprocesses)
+		return 0;
+	b->exec_link = bpf_program__attach(b->skel->progs.on_exec);
+	b->fork_link = bpf_program__attach(b->skel->progs.on_fork);
+	if (!b->exec_link || !b->fork_link)
+		fprintf(stderr, "pyperf-pprof: warning: cannot watch exec and fork (%s); new processes are found by scanning /proc every %ld ms\n",
+			strerror(errno), scan_ms);
+	return 0;
+}
+
+void bpf_attach_unwind_fds(const struct bpf_attach *a, int fds[4])
+{
+	fds[0] = bpf_map__fd(a->skel->maps.unwind_rows);
+	fds[1] = bpf_map__fd(a->skel->maps.unwind_objs);
+	fds[2] = bpf_map__fd(a->skel->maps.unwind_procs);
+	fds[3] = bpf_map__fd(a->skel->maps.unwind_pages);
+}
+
+int bpf_attach_events_fd(const struct bpf_attach *a)
+{
+	return bpf_map__fd(a->skel->maps.events);
+}
+
+int bpf_attach_proc_events_fd(const struct bpf_attach *a)
+{
+	return a->exec_link ? bpf_map__fd(a->skel->maps.proc_events) : -1;
+}
+
+void bpf_attach_read_stats(const struct bpf_attach *a, uint64_t stats[STAT__COUNT])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	if (!a->skel || ncpu <= 0)
+		return;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	for (__u32 k = 0; vals && k < STAT__COUNT; k++) {
+		if (bpf_map__lookup_elem(a->skel->maps.stats, &k, sizeof(k), vals,
+					 sizeof(*vals) * (size_t)ncpu, 0))
+			continue;
+		stats[k] = 0;
+		for (int c = 0; c < ncpu; c++)
+			stats[k] += vals[c];
+	}
+	free(vals);
+}
+
+void bpf_attach_stop(struct bpf_attach *a)
+{
+	for (int i = 0; i < a->nevents; i++) {
+		bpf_link__destroy(a->links[i]);
+		close(a->event_fds[i]);
+	}
+	a->nevents = 0;
+	bpf_link__destroy(a->exec_link);
+	bpf_link__destroy(a->fork_link);
+	bpf_link__destroy(a->switch_link);
+	a->exec_link = a->fork_link = a->switch_link = NULL;
+}
+
+void bpf_attach_free(struct bpf_attach *a)
+{
+	bpf_attach_stop(a);
+	pyperf_bpf__destroy(a->skel);
+	free(a->links);
+	free(a->event_fds);
+	a->skel = NULL;
+	a->links = NULL;
+	a->event_fds = NULL;
+}

@@ -1,0 +1,59 @@
+/*
+ * The BPF side of a live session: load the program with the session's
+ * settings, keep its table of target processes, open one perf event per
+ * CPU (and sched_switch, exec and fork where needed), read its counters,
+ * and detach. Nothing here reads a ring-buffer record.
+ */
+#ifndef BPF_ATTACH_H
+#define BPF_ATTACH_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "pyperf.h"
+#include "targets.h"
+
+struct pyperf_bpf;
+struct bpf_link;
+
+struct bpf_attach {
+	struct pyperf_bpf *skel;
+	struct bpf_link **links;	/* one per CPU's perf event */
+	int *event_fds;
+	int nevents;
+	struct bpf_link *exec_link, *fork_link, *switch_link;
+	int hw_cycles;			/* sampling hardware cycles, not time */
+};
+
+/* libbpf's messages: warnings with -v, debug with -vv. */
+void bpf_attach_log_level(int verbose);
+
+/* Loads the program for cfg and registers the targets of ts. -1 after
+ * printing why. */
+int bpf_attach_load(struct bpf_attach *a, const struct config *cfg, const struct target_set *ts);
+
+/* Opens the perf events and attaches the programs cfg needs. scan_ms is
+ * how often /proc is scanned when exec and fork cannot be watched. -1
+ * after printing why. */
+int bpf_attach_events(struct bpf_attach *a, const struct config *cfg, long scan_ms);
+
+/* A target came (add) or went: the BPF table follows. */
+void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add);
+
+/* The unwind-table maps (--unwind kernel/both): rows, objects, process
+ * mappings, pages; in the order ktables_new() takes them. */
+void bpf_attach_unwind_fds(const struct bpf_attach *a, int fds[4]);
+
+/* The ring buffers' map fds: samples, and exec/fork events (-1 if not
+ * watched). */
+int bpf_attach_events_fd(const struct bpf_attach *a);
+int bpf_attach_proc_events_fd(const struct bpf_attach *a);
+
+/* Sums the per-CPU counters (enum pyperf_stat) into stats. */
+void bpf_attach_read_stats(const struct bpf_attach *a, uint64_t stats[STAT__COUNT]);
+
+/* Stops every event; records already in the ring buffers stay. */
+void bpf_attach_stop(struct bpf_attach *a);
+void bpf_attach_free(struct bpf_attach *a);
+
+#endif

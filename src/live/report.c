@@ -1,0 +1,173 @@
+/* Status line and summary of a live session; see report.h. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ktables.h"
+
+/* What the user asked to see: nothing of the summary with --quiet. */
+static void say(const struct report_view *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v->cfg->quiet)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+void report_status(const struct report_view *v, int final)
+{
+	const struct sample_counts *n = &v->sink->n;
+
+	fprintf(stderr, "\r\033[K%.1fs", v->elapsed_ns / 1e9);
+	if (v->cfg->duration_ms)
+		fprintf(stderr, "/%.1fs", v->cfg->duration_ms / 1e3);
+	fprintf(stderr, "  samples %" PRIu64 "  processes %d  threads %" PRIu64
+		"  lost %" PRIu64 "  errors %" PRIu64 "%s",
+		n->records, v->processes, n->threads, v->bpf[STAT_LOST],
+		n->bad_frames + n->read_errors + n->malformed, final ? "\n" : "");
+}
+
+static void print_kernel_unwind_stats(const struct report_view *v)
+{
+	const struct ktables_stats *k = ktables_get_stats(v->kt);
+	const uint64_t *b = v->bpf;
+
+	fprintf(stderr, "pyperf-pprof: bpf unwind: walks=%" PRIu64 " frames=%" PRIu64 " (fp %" PRIu64
+		", plt %" PRIu64 ", signal %" PRIu64 ") ends: max=%" PRIu64 " no_proc=%" PRIu64
+		" no_map=%" PRIu64 " read=%" PRIu64 " bad=%" PRIu64 "\n", b[STAT_NATIVE_WALKS],
+		b[STAT_NATIVE_FRAMES], b[STAT_NATIVE_FP], b[STAT_NATIVE_PLT], b[STAT_NATIVE_SIGNAL],
+		b[STAT_NATIVE_END_MAX], b[STAT_NATIVE_END_NO_PROC], b[STAT_NATIVE_END_NO_MAP],
+		b[STAT_NATIVE_END_READ], b[STAT_NATIVE_END_BAD]);
+	fprintf(stderr, "pyperf-pprof: unwind tables: objects=%" PRIu64 " (no cfi %" PRIu64
+		", failed %" PRIu64 ") rows=%" PRIu64 " (%" PRIu64 " KiB) loads=%" PRIu64
+		" throttled=%" PRIu64 " resets=%" PRIu64 " maps_dropped=%" PRIu64 " build=%.1f ms\n",
+		k->objects, k->objects_no_cfi, k->objects_failed, k->rows,
+		k->rows * sizeof(struct py_unwind_row) / 1024, k->pid_loads, k->pid_throttled,
+		k->resets, k->maps_dropped, (double)k->build_ns / 1e6);
+}
+
+/* --unwind both: how often the BPF walk and libunwind agreed. */
+static void print_diff(const struct report_view *v)
+{
+	const struct native_diff *d = v->sink->diff;
+
+	say(v, "pyperf-pprof: unwind diff: %" PRIu64 " of %" PRIu64 " stacks agree frame for frame"
+	    " (%.2f%%); frames kernel %" PRIu64 " user %" PRIu64 "; %" PRIu64 " hit a mapping not loaded yet\n",
+	    d->agree, d->stacks, d->stacks ? 100.0 * (double)d->agree / (double)d->stacks : 0.0,
+	    d->frames_kernel, d->frames_user, d->not_loaded);
+	for (size_t i = 0; i < d->nobj; i++)
+		say(v, "pyperf-pprof: unwind diff: %" PRIu64 " in %s (e.g. kernel %#" PRIx64
+		    " user %#" PRIx64 ")\n", d->obj[i].n, d->obj[i].path, d->obj[i].example[0],
+		    d->obj[i].example[1]);
+	if (d->other)
+		say(v, "pyperf-pprof: unwind diff: %" PRIu64 " in other objects\n", d->other);
+}
+
+static void print_native_stats(const struct report_view *v)
+{
+	const struct unwind_stats *u = v->sink->unw ? unwind_get_stats(v->sink->unw) : NULL;
+	const struct nsym_stats *y = nsym_get_stats(v->sink->nsym);
+
+	if (v->kt)
+		print_kernel_unwind_stats(v);
+	if (!u)
+		goto symbols;
+	fprintf(stderr, "pyperf-pprof: unwind: stacks=%" PRIu64 " frames=%" PRIu64 " (dwarf %" PRIu64
+		", fp %" PRIu64 ", trampoline %" PRIu64 ") ends: outermost=%" PRIu64 " max=%" PRIu64
+		" no_info=%" PRIu64 " bad_frame=%" PRIu64 " read=%" PRIu64 "\n", u->stacks, u->frames,
+		u->frames_dwarf, u->frames_fp, u->frames_trampoline, u->end_outermost, u->end_max, u->end_no_info, u->end_bad_frame,
+		u->end_read);
+	fprintf(stderr, "pyperf-pprof: unwind memory: words from stack=%" PRIu64 " file=%" PRIu64
+		" target=%" PRIu64 " failed=%" PRIu64 "; .debug_frame tables=%" PRIu64 "\n",
+		u->mem_stack, u->mem_file, u->mem_target, u->mem_failed, u->debug_frame_tables);
+symbols:
+	fprintf(stderr, "pyperf-pprof: symbols: lookups=%" PRIu64 " found=%" PRIu64
+		" from debug files=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64 "\n", y->lookups,
+		y->found, y->debug_files, y->symbols, y->bytes);
+}
+
+static void print_task_stats(const struct report_view *v)
+{
+	struct pyasyncio_stats a;
+
+	pyasyncio_get_stats(v->sink->tasks, &a);
+	fprintf(stderr, "pyperf-pprof: asyncio tasks: labelled=%" PRIu64 " hits=%" PRIu64
+		" lookups=%" PRIu64 " mismatches=%" PRIu64 " evictions=%" PRIu64
+		" refusals=%" PRIu64 "\n", a.labelled, a.hits, a.lookups, a.mismatches,
+		a.evictions, a.refusals);
+}
+
+/* Objects whose native frames mostly stay unnamed: what to install. */
+static void print_symbol_gaps(const struct report_view *v)
+{
+	char line[1024];
+
+	for (size_t i = 0; i < v->sink->gaps.n; i++)
+		if (symgap_hint(&v->sink->gaps, i, 100, 10, line, sizeof(line)))
+			say(v, "pyperf-pprof: %s\n", line);
+}
+
+void report_summary(const struct report_view *v)
+{
+	const struct sample_counts *n = &v->sink->n;
+	struct pysym_stats ps;
+	struct pythread_stats ts;
+	char objs[512];
+
+	say(v, "pyperf-pprof: %" PRIu64 " samples (%zu distinct stacks) from %d process%s, %"
+	    PRIu64 " thread%s; lost %" PRIu64 "\n", n->records,
+	    v->stacks, (int)v->processes_seen, v->processes_seen == 1 ? "" : "es",
+	    n->threads, n->threads == 1 ? "" : "s", v->bpf[STAT_LOST]);
+	say(v, "pyperf-pprof: errors: %" PRIu64 " without Python stack, %" PRIu64
+	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " walks cut at a bad frame, %"
+	    PRIu64 " partial reads, %" PRIu64 " malformed records\n", n->no_python, n->truncated,
+	    n->bad_frames, n->cut_walks, n->read_errors, n->malformed);
+	if (v->sink->diff)
+		print_diff(v);
+	if (v->sink->nsym)
+		say(v, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
+		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches, %"
+		    PRIu64 " marked (mapping not loaded yet), %" PRIu64
+		    " perf trampoline frames hidden\n", n->native_stacks, n->native_errors,
+		    n->stack_errors, n->merge_errors, n->native_not_loaded, n->trampolines);
+	if (v->ksym)
+		say(v, "pyperf-pprof: kernel: %" PRIu64 " samples with kernel frames (%zu kernel symbols)\n",
+		    n->kernel_stacks, ksym_count(v->ksym));
+	print_symbol_gaps(v);
+	if (!v->cfg->verbose)
+		return;
+	pysym_get_stats(v->sink->syms, &ps);
+	fprintf(stderr, "pyperf-pprof: records: %" PRIu64 " bytes, %.0f bytes per record\n",
+		n->record_bytes, n->records ? (double)n->record_bytes / (double)n->records : 0.0);
+	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
+		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
+		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64
+		" bad_chain=%" PRIu64 " cframe_fallback=%" PRIu64 "\n",
+		v->bpf[STAT_EVENTS], v->bpf[STAT_SENT], v->bpf[STAT_LOST],
+		v->bpf[STAT_NO_TSTATE], v->bpf[STAT_READ_ERR],
+		v->bpf[STAT_TRUNCATED], v->bpf[STAT_VMA_ERR],
+		v->bpf[STAT_STACK_READ_ERR], v->bpf[STAT_STACK_PARTIAL],
+		v->bpf[STAT_BAD_CHAIN], v->bpf[STAT_CFRAME_FALLBACK]);
+	fprintf(stderr, "pyperf-pprof: bpf time: %.2f us per target sample (%.2f us of it in the native walk)\n",
+		v->bpf[STAT_EVENTS] ? (double)v->bpf[STAT_TARGET_NS] / 1e3 /
+		(double)v->bpf[STAT_EVENTS] : 0.0,
+		v->bpf[STAT_EVENTS] ? (double)v->bpf[STAT_NATIVE_NS] / 1e3 /
+		(double)v->bpf[STAT_EVENTS] : 0.0);
+	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
+		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 "\n", ps.hits, ps.misses,
+		ps.evictions, ps.stale, ps.errors);
+	pythread_get_stats(v->sink->threads, &ts);
+	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
+		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64
+		"\n", ts.hits, ts.lookups, ts.failures, ts.resolves, ts.evictions);
+	print_task_stats(v);
+	if (v->sink->nsym)
+		print_native_stats(v);
+	objcache_describe(v->sink->objs, objs, sizeof(objs));
+	fprintf(stderr, "pyperf-pprof: %s\n", objs);
+}

@@ -1,0 +1,262 @@
+/* The pipeline from sample records to profile files; see pipeline.h. */
+#define _GNU_SOURCE
+#include "pipeline.h"
+
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyperf.h"
+
+struct pipeline {
+	struct pipeline_conf c;
+	struct pipeline_io io;
+	struct sample_sink sink;
+	struct sample_counts n0;	/* counters when this interval began */
+	uint64_t lost0;			/* BPF lost counter then */
+	int64_t interval_wall;		/* the interval's start: time_nanos */
+	uint64_t interval_mono;
+	int own_objs;			/* objs made here, freed here */
+};
+
+#define LOG(p, ev, ...) do {						\
+	if ((p)->io.log && (p)->io.log->ev)				\
+		(p)->io.log->ev((p)->io.log->ctx, __VA_ARGS__);		\
+} while (0)
+
+static uint64_t period_ns(const struct pipeline_conf *c)
+{
+	return c->frequency ? 1000000000ULL / c->frequency : c->sample_period;
+}
+
+/* A fresh profile with the run's sample types and period. */
+static struct profile *new_profile(const struct pipeline_conf *c)
+{
+	struct profile *prof = profile_new();
+	const char *type = c->wall ? "wall" : "cpu";
+
+	if (!prof)
+		return NULL;
+	profile_add_sample_type(prof, "samples", "count");
+	if (c->hw_cycles) {
+		profile_add_sample_type(prof, "cycles", "count");
+		profile_set_period(prof, "cycles", "count", (int64_t)c->sample_period);
+		return prof;
+	}
+	profile_add_sample_type(prof, type, "nanoseconds");
+	profile_set_period(prof, type, "nanoseconds", (int64_t)period_ns(c));
+	return prof;
+}
+
+/* A cache size: the default when not given, never above the bound (a
+ * recording may ask for anything). */
+static uint32_t cache_size(uint32_t asked, uint32_t def)
+{
+	if (!asked)
+		return def;
+	return asked < PIPELINE_MAX_CACHE ? asked : PIPELINE_MAX_CACHE;
+}
+
+struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeline_io *io)
+{
+	struct pipeline *p = calloc(1, sizeof(*p));
+	struct sample_sink *k;
+
+	if (!p)
+		return NULL;
+	p->c = *c;
+	p->c.symcache_entries = cache_size(c->symcache_entries, PIPELINE_SYMCACHE);
+	p->c.threadcache_entries = cache_size(c->threadcache_entries, PIPELINE_THREADCACHE);
+	p->io = *io;
+	k = &p->sink;
+	k->period_ns = period_ns(c);
+	k->prof = new_profile(c);
+	k->syms = pysym_cache_new(p->c.symcache_entries);
+	k->threads = pythread_cache_new(p->c.threadcache_entries);
+	k->tasks = pyasyncio_cache_new(PIPELINE_TASKCACHE);
+	if (!k->prof || !k->syms || !k->threads || !k->tasks)
+		goto fail;
+	k->ksym = io->ksym;
+	k->objs = io->objs;
+	if (!c->stack_bytes)
+		return p;
+	k->all_native = c->all_native;
+	k->native_miss = io->native_miss;
+	k->native_miss_ctx = io->native_miss_ctx;
+	k->diff = io->diff;
+	if (!k->objs) {
+		k->objs = objcache_new(NULL);
+		p->own_objs = 1;
+	}
+	k->nsym = k->objs ? nsym_ctx_new(k->objs) : NULL;
+	if (k->nsym && c->kernel_unwind_only)
+		return p;	/* the BPF walk unwinds: libunwind not needed */
+	k->unw = k->nsym ? unwind_ctx_new(k->objs, NULL) : NULL;
+	if (k->unw)
+		return p;
+fail:
+	pipeline_free(p);
+	return NULL;
+}
+
+void pipeline_free(struct pipeline *p)
+{
+	struct sample_sink *k;
+
+	if (!p)
+		return;
+	k = &p->sink;
+	for (size_t i = 0; i < OFFCPU_MAX; i++)
+		free(k->offcpu[i].locs);
+	pysym_cache_free(k->syms);
+	pythread_cache_free(k->threads);
+	pyasyncio_cache_free(k->tasks);
+	unwind_ctx_free(k->unw);
+	nsym_ctx_free(k->nsym);
+	if (p->own_objs)
+		objcache_free(k->objs);
+	profile_free(k->prof);
+	free(p);
+}
+
+void pipeline_start(struct pipeline *p, int64_t wall_ns, uint64_t mono_ns)
+{
+	LOG(p, start, &p->c, wall_ns, mono_ns);
+	p->interval_wall = wall_ns;
+	p->interval_mono = mono_ns;
+}
+
+/* Nothing is kept per target before its samples come (the caches fill
+ * then), but the event is logged: replay rebuilds the target from it. */
+void pipeline_target_add(struct pipeline *p, const struct py_target *t)
+{
+	LOG(p, target, t);
+}
+
+void pipeline_target_forget(struct pipeline *p, const struct py_target *t)
+{
+	struct sample_sink *k = &p->sink;
+
+	LOG(p, forget, t);
+	pysym_forget_pid(k->syms, t->pid);
+	pythread_forget_pid(k->threads, t->pid);
+	pyasyncio_forget_pid(k->tasks, t->pid);
+	if (k->objs)
+		objcache_forget_pid(k->objs, t->pid);
+}
+
+int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
+		    size_t size)
+{
+	int r;
+
+	LOG(p, sample, rec, size);
+	r = sample_add(&p->sink, t, rec, size);
+	if (p->io.log && p->io.log->sample_end)
+		p->io.log->sample_end(p->io.log->ctx);
+	return r;
+}
+
+/* What happened during this interval: a profile's counters describe its
+ * own samples, also in continuous mode. */
+static void interval_counts(const struct pipeline *p, struct sample_counts *d)
+{
+	const struct sample_counts *n = &p->sink.n, *z = &p->n0;
+
+	*d = *n;	/* max_depth is per interval already; threads is not used */
+#define SINCE(f) d->f = n->f - z->f
+	SINCE(records); SINCE(malformed); SINCE(no_python); SINCE(truncated);
+	SINCE(read_errors); SINCE(bad_frames); SINCE(native_stacks);
+	SINCE(native_errors); SINCE(stack_errors); SINCE(merge_errors); SINCE(trampolines);
+	SINCE(cut_walks);
+	SINCE(offcpu_dropped);
+#undef SINCE
+}
+
+static uint64_t lost(const struct pipeline_tick *k)
+{
+	return k->nstats > STAT_LOST ? k->stats[STAT_LOST] : 0;
+}
+
+static void add_comments(struct pipeline *p, const struct pipeline_tick *k)
+{
+	const struct pipeline_conf *c = &p->c;
+	struct profile *prof = p->sink.prof;
+	struct sample_counts n;
+	char buf[512];
+
+	interval_counts(p, &n);
+	/* A write that failed left its comments: these replace them. */
+	profile_clear_comments(prof);
+	snprintf(buf, sizeof(buf), "command: %s", c->cmdline ? c->cmdline : "");
+	profile_add_comment(prof, buf);
+	snprintf(buf, sizeof(buf), "event: %s, %s %" PRIu64, c->hw_cycles ? "cycles" : c->event,
+		 c->frequency ? "frequency Hz" : "period",
+		 c->frequency ? c->frequency : c->sample_period);
+	profile_add_comment(prof, buf);
+	snprintf(buf, sizeof(buf),
+		 "counters: samples=%" PRIu64 " lost=%" PRIu64 " truncated=%" PRIu64
+		 " no_python=%" PRIu64 " read_errors=%" PRIu64 " bad_frames=%" PRIu64
+		 " max_depth=%" PRIu64 " native_stacks=%" PRIu64 " native_errors=%" PRIu64
+		 " stack_errors=%" PRIu64 " merge_errors=%" PRIu64,
+		 n.records, lost(k) - p->lost0, n.truncated, n.no_python,
+		 n.read_errors, n.bad_frames, n.max_depth, n.native_stacks,
+		 n.native_errors, n.stack_errors, n.merge_errors);
+	profile_add_comment(prof, buf);
+}
+
+/* The next interval starts at the tick, with a fresh profile. */
+static int rotate(struct pipeline *p, const struct pipeline_tick *k)
+{
+	struct profile *next = new_profile(&p->c);
+
+	if (!next)
+		return -1;
+	profile_free(p->sink.prof);
+	/* Give the freed profile and encoding buffers back to the system: a
+	 * sidecar's RSS then follows what it holds, interval after interval. */
+	malloc_trim(0);
+	p->sink.prof = next;
+	p->sink.n.max_depth = 0;	/* the only counter kept per interval */
+	p->n0 = p->sink.n;
+	p->lost0 = lost(k);
+	p->interval_wall = k->wall_ns;
+	p->interval_mono = k->mono_ns;
+	return 0;
+}
+
+int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
+		   size_t pathlen, char *err, size_t errlen)
+{
+	struct pipeline_tick applied = *k;
+	int r;
+
+	if (p->c.wall)	/* threads still off the CPU count up to now */
+		sample_flush_offcpu(&p->sink, k->mono_ns, p->io.find, p->io.ctx);
+	add_comments(p, k);
+	profile_set_time(p->sink.prof, p->interval_wall,
+			 (int64_t)(k->mono_ns - p->interval_mono));
+	r = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);
+	/* A failed write keeps the interval going: its samples stay. The
+	 * log gets the tick as applied, so a replay does the same. */
+	applied.rotate = k->rotate && r == 0;
+	if (applied.rotate && rotate(p, k)) {
+		snprintf(err, errlen, "out of memory starting a new interval; continuing in the current one");
+		applied.rotate = 0;
+		r = -1;
+	}
+	LOG(p, tick, &applied);
+	return r;
+}
+
+const struct sample_sink *pipeline_sink(const struct pipeline *p)
+{
+	return &p->sink;
+}
+
+size_t pipeline_stacks(const struct pipeline *p)
+{
+	return profile_sample_count(p->sink.prof);
+}

@@ -1,0 +1,54 @@
+#!/bin/sh
+# --keep prunes only the profiler's own files: in continuous mode with
+# --keep 2 and decoy files in the output directory (a user's
+# profile-0-baseline.pb.gz, profile-important.pb.gz, notes.txt), every decoy
+# survives and exactly the newest 2 profiles the run wrote remain. Once
+# with `-o DIR/` and once with a `%t` pattern of the same prefix.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+: "${PYPERF:=./pyperf-pprof}"
+: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+py=/usr/bin/python3.11
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
+[ -x $py ] || { echo "SKIP: $py not present"; exit 77; }
+work=$(mktemp -d /tmp/pyperf-keep.XXXXXX)
+$py "$TOP_SRCDIR/tests/workloads/ratio.py" 60 > /dev/null &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+sleep 0.5
+failed=0
+keep=2
+
+run() {		# NAME OUT-ARGUMENT
+	dir=$work/$1
+	decoys="profile-0-baseline.pb.gz profile-important.pb.gz notes.txt"
+	for f in $decoys; do echo "$f" > "$dir/$f"; done
+	"$PYPERF" --pid $pid --no-native -F 99 --interval 1 --keep $keep -d 4500 -v \
+		-o "$2" 2> "$work/$1.log"
+	rc=$?
+	# Every profile the run wrote, in order ("wrote PATH" or "wrote PATH;").
+	sed -n 's/^pyperf-pprof: wrote \([^;]*\).*/\1/p' "$work/$1.log" > "$work/$1.written"
+	nw=$(wc -l < "$work/$1.written")
+	tail -n $keep "$work/$1.written" | xargs -n1 basename | sort > "$work/$1.want"
+	(cd "$dir" && ls | sort) > "$work/$1.have"
+	for f in $decoys; do echo "$f"; done | cat - "$work/$1.want" | sort > "$work/$1.expect"
+	if [ $rc != 0 ] || [ "$nw" -lt 4 ]; then
+		cat "$work/$1.log"
+		echo "FAIL $1: exit $rc, $nw profiles written (expected at least 4)"; failed=1
+	elif ! cmp -s "$work/$1.expect" "$work/$1.have"; then
+		echo "written:"; cat "$work/$1.written"
+		diff "$work/$1.expect" "$work/$1.have"
+		echo "FAIL $1: the directory does not hold exactly the decoys and the newest $keep profiles"
+		failed=1
+	else
+		for f in $decoys; do
+			[ "$(cat "$dir/$f")" = "$f" ] || { echo "FAIL $1: $f changed"; failed=1; }
+		done
+		echo "PASS $1: $nw profiles written, the newest $keep and the 3 decoys remain"
+	fi
+}
+
+mkdir "$work/dir" "$work/pattern"
+run dir "$work/dir/"
+run pattern "$work/pattern/profile-%t.pb.gz"
+exit $failed
