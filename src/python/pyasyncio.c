@@ -666,6 +666,25 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 	return found;
 }
 
+/* Reads the thread's current task now, into e's recent tasks. */
+static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
+		    const struct pyasyncio_layout *l, struct tentry *e, uint64_t tstate,
+		    uint64_t now_ns)
+{
+	struct ctx x = { .t = t, .l = l, .refusals = &c->st.refusals };
+	struct py_gil_offsets gil;
+
+	c->st.lookups++;
+	e->time_ns = now_ns;
+	e->cur = -1;
+	if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
+		e->interp = 0;
+	if (e->interp && pythread_offsets(t, &x.o, &gil) == 0) {
+		x.ap = aproc_get(c, t, e->interp);
+		read_current(&x, e, now_ns);
+	}
+}
+
 const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_target *t,
 				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
 				 size_t ncodes, uint64_t now_ns)
@@ -673,6 +692,7 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 	const struct pyasyncio_layout *l = layout_of(t);
 	struct tentry *e;
 	const char *label;
+	int fresh = 0;
 
 	if (!l || !tstate || !tid || !t->pid)
 		return NULL;
@@ -683,20 +703,17 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 	if (e->time_ns && now_ns >= e->time_ns && now_ns - e->time_ns < PYASYNCIO_TTL_NS) {
 		c->st.hits++;
 	} else {
-		struct ctx x = { .t = t, .l = l, .refusals = &c->st.refusals };
-		struct py_gil_offsets gil;
-
-		c->st.lookups++;
-		e->time_ns = now_ns;
-		e->cur = -1;
-		if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
-			e->interp = 0;
-		if (e->interp && pythread_offsets(t, &x.o, &gil) == 0) {
-			x.ap = aproc_get(c, t, e->interp);
-			read_current(&x, e, now_ns);
-		}
+		refresh(c, t, l, e, tstate, now_ns);
+		fresh = 1;
 	}
 	label = choose(c, e, codes, ncodes);
+	/* A cached task that does not match the stack may be stale when
+	 * records queue up (a loaded machine): read once more, so the task
+	 * that ran enters the recent ones, before giving up the label. */
+	if (!label && !fresh) {
+		refresh(c, t, l, e, tstate, now_ns);
+		label = choose(c, e, codes, ncodes);
+	}
 	if (label)
 		c->st.labelled++;
 	return label;
