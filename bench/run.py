@@ -1194,7 +1194,7 @@ def main():
                  "waiting target and sampling before its first timed piece; pyperf-pprof "
                  "runs with `-d 0 -v` and is stopped with SIGINT, which writes the profile.")
     notes.append("perf record uses `-e cpu-clock --call-graph dwarf` (8 KiB of user stack "
-                 "per sample); pyperf-pprof's native mode copies up to 16 KiB.")
+                 "per sample); pyperf-pprof's native mode copies up to 32 KiB (what the stack uses).")
     if have_austin:
         notes.append("%s supports CPython ≤ 3.8, hence the 3.8 group. Its `-i` interval "
                      "is 10^6/Hz µs of wall-clock time and it samples idle threads too, "

@@ -13,7 +13,7 @@
 
 #define DEFAULT_PERIOD 1000000ULL	/* 1 ms of cpu-clock: 1000 Hz */
 #define DEFAULT_RINGBUF (8u << 20)
-#define DEFAULT_STACK	(16u << 10)
+#define DEFAULT_STACK	(32u << 10)
 
 static void usage(FILE *f)
 {
@@ -58,7 +58,7 @@ static void usage(FILE *f)
 "      --kernel             kernel frames on top of samples taken in the\n"
 "                           kernel (system calls), named from /proc/kallsyms\n"
 "      --stack-bytes N      user stack bytes copied per sample for native\n"
-"                           unwinding (default 16384, at most 65536)\n"
+"                           unwinding (default 32768, at most 65536)\n"
 "      --unwind MODE        where native frames are unwound: user (default:\n"
 "                           stack copy + libunwind), kernel (in BPF from\n"
 "                           unwind tables, no stack copy), or both (debug:\n"
