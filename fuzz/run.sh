@@ -1,5 +1,5 @@
 #!/bin/sh
-# fuzz/run.sh [SECONDS]: builds the libFuzzer targets (fuzz/fuzz_*.c) with
+# fuzz/run.sh [SECONDS | brief]: builds the libFuzzer targets (fuzz/fuzz_*.c) with
 # clang -fsanitize=fuzzer,address,undefined straight from the source files,
 # into a temporary directory, and runs each for SECONDS (default 60),
 # starting from the seed corpus fuzz/corpus/<target>/ (read only: new
@@ -9,6 +9,12 @@
 # kept in $FUZZ_ARTIFACTS, with the binary to reproduce it:
 # `fuzz-artifacts/fuzz_elf fuzz-artifacts/elf-crash-...`), 2 if a target
 # did not build, 77 if clang's libFuzzer runtime is missing.
+#
+# `brief` (make check): every target runs a fixed number of inputs (about
+# five seconds here) from a fixed seed, so the run is the same on every
+# machine and a CI result does not depend on what a random search met that
+# day; open-ended search is `make fuzz`, and what it finds goes to the
+# seed corpus as a regression input.
 #
 # Environment:
 #   BUILDDIR        configured build tree holding the generated
@@ -30,7 +36,8 @@ artifacts=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}
 builddir=${BUILDDIR:-$top}
 
 case $secs in
-''|*[!0-9]*) echo "usage: fuzz/run.sh [SECONDS]" >&2; exit 2 ;;
+brief) ;;
+''|*[!0-9]*) echo "usage: fuzz/run.sh [SECONDS | brief]" >&2; exit 2 ;;
 esac
 command -v "$cc" >/dev/null 2>&1 || { echo "fuzz: $cc not found" >&2; exit 77; }
 
@@ -111,13 +118,34 @@ build() {
 		>"$work/build-$t.log" 2>&1
 }
 
+# Inputs a brief run tries per target: about five seconds' worth on a
+# 2-CPU machine with the sanitizers on.
+brief_runs() {
+	case $1 in
+	replay) echo 1000 ;;
+	linetable|profile) echo 25000 ;;
+	debug_frame|unwind_table) echo 400000 ;;
+	*) echo 100000 ;;
+	esac
+}
+
+# How long or how far one target runs.
+limits() {
+	if [ "$secs" = brief ]; then
+		echo "-runs=$(brief_runs "$1") -seed=1"
+	else
+		echo "-max_total_time=$secs"
+	fi
+}
+
 # Runs one target; its result goes to $work/$t.result.
 run() {
 	t=$1
 	out=$work/corpus-$t
 	mkdir -p "$out" "$artifacts"
 	start=$(date +%s)
-	"$work/fuzz_$t" -max_total_time="$secs" -print_final_stats=1 \
+	# shellcheck disable=SC2046 # limits: separate options
+	"$work/fuzz_$t" $(limits "$t") -print_final_stats=1 \
 		-timeout=30 -rss_limit_mb=2560 -max_len="$(maxlen "$t")" \
 		-artifact_prefix="$artifacts/$t-" \
 		"$out" "$here/corpus/$t" >"$work/$t.log" 2>&1
