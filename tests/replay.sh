@@ -106,6 +106,20 @@ for rec in "$rdir"/*.rec; do
 		fi
 		what="$what, --all-native output"
 	fi
+	# Recorded with --unwind both: every sample unwound by the BPF tables
+	# and by libunwind over its stack copy; the replay compares them again
+	# (issue 14's differential test on a committed recording).
+	case $name in *-both)
+		"$PYPERF" --replay "$rec" -o "$work/$name.3.pb.gz" 2> "$work/$name.udiff"
+		set -- $(sed -n 's/.*unwind diff: \([0-9]*\) of \([0-9]*\) stacks agree.*; \([0-9]*\) hit a mapping.*/\1 \2 \3/p' "$work/$name.udiff")
+		if [ $# -lt 3 ] || [ $(($2 - $3)) -lt 20 ] || [ $(($1 * 100)) -lt $((($2 - $3) * 99)) ]; then
+			sed 's/^/  /' "$work/$name.udiff"
+			fail "$name: the replayed unwind diff is missing or under 99 % agreement"
+			continue
+		fi
+		grep 'unwind diff:' "$work/$name.udiff" | sed 's/^/  /'
+		what="$what, unwind diff $1 of $(($2 - $3)) agree"
+	esac
 	echo "PASS $name: $what as expected ($(awk '{s += $NF} END {print s}' "$work/$name.collapsed") samples), replay deterministic"
 done
 [ $n -gt 0 ] || { echo "FAIL: no recordings in $rdir"; exit 1; }

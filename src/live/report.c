@@ -51,23 +51,6 @@ static void print_kernel_unwind_stats(const struct report_view *v)
 		k->resets, k->maps_dropped, (double)k->build_ns / 1e6);
 }
 
-/* --unwind both: how often the BPF walk and libunwind agreed. */
-static void print_diff(const struct report_view *v)
-{
-	const struct native_diff *d = v->sink->diff;
-
-	say(v, "pyperf-pprof: unwind diff: %" PRIu64 " of %" PRIu64 " stacks agree frame for frame"
-	    " (%.2f%%); frames kernel %" PRIu64 " user %" PRIu64 "; %" PRIu64 " hit a mapping not loaded yet\n",
-	    d->agree, d->stacks, d->stacks ? 100.0 * (double)d->agree / (double)d->stacks : 0.0,
-	    d->frames_kernel, d->frames_user, d->not_loaded);
-	for (size_t i = 0; i < d->nobj; i++)
-		say(v, "pyperf-pprof: unwind diff: %" PRIu64 " in %s (e.g. kernel %#" PRIx64
-		    " user %#" PRIx64 ")\n", d->obj[i].n, d->obj[i].path, d->obj[i].example[0],
-		    d->obj[i].example[1]);
-	if (d->other)
-		say(v, "pyperf-pprof: unwind diff: %" PRIu64 " in other objects\n", d->other);
-}
-
 static void print_native_stats(const struct report_view *v)
 {
 	const struct unwind_stats *u = v->sink->unw ? unwind_get_stats(v->sink->unw) : NULL;
@@ -127,8 +110,8 @@ void report_summary(const struct report_view *v)
 	    " truncated, %" PRIu64 " unreadable frames, %" PRIu64 " walks cut at a bad frame, %"
 	    PRIu64 " partial reads, %" PRIu64 " malformed records\n", n->no_python, n->truncated,
 	    n->bad_frames, n->cut_walks, n->read_errors, n->malformed);
-	if (v->sink->diff)
-		print_diff(v);
+	if (v->sink->diff && !v->cfg->quiet)
+		native_diff_print(v->sink->diff, stderr);
 	if (v->sink->nsym)
 		say(v, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
 		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches, %"

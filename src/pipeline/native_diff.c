@@ -1,6 +1,8 @@
 /* Frame-for-frame comparison of two native unwinds (native_diff.h). */
 #include "native_diff.h"
 
+#include <inttypes.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -48,4 +50,18 @@ int native_diff_add(struct native_diff *d, const uint64_t *kp, size_t nk, const 
 	blame(d, path && *path ? path : "(anonymous memory)", i < nk ? kp[i] : 0,
 	      i < nu ? up[i] : 0);
 	return 0;
+}
+
+void native_diff_print(const struct native_diff *d, FILE *out)
+{
+	fprintf(out, "pyperf-pprof: unwind diff: %" PRIu64 " of %" PRIu64 " stacks agree frame for frame"
+		" (%.2f%%); frames kernel %" PRIu64 " user %" PRIu64 "; %" PRIu64 " hit a mapping not loaded yet\n",
+		d->agree, d->stacks, d->stacks ? 100.0 * (double)d->agree / (double)d->stacks : 0.0,
+		d->frames_kernel, d->frames_user, d->not_loaded);
+	for (size_t i = 0; i < d->nobj; i++)
+		fprintf(out, "pyperf-pprof: unwind diff: %" PRIu64 " in %s (e.g. kernel %#" PRIx64
+			" user %#" PRIx64 ")\n", d->obj[i].n, d->obj[i].path, d->obj[i].example[0],
+			d->obj[i].example[1]);
+	if (d->other)
+		fprintf(out, "pyperf-pprof: unwind diff: %" PRIu64 " in other objects\n", d->other);
 }

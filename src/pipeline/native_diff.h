@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define NATIVE_DIFF_OBJS	32	/* objects listed; the rest are "other" */
 #define NATIVE_DIFF_PATH	128
@@ -34,5 +35,9 @@ struct native_diff {
 int native_diff_add(struct native_diff *d, const uint64_t *kp, size_t nk, const uint64_t *up,
 		    size_t nu, int truncated, int not_loaded,
 		    const char *(*object_of)(void *ctx, uint64_t pc), void *ctx);
+
+/* The summary lines ("pyperf-pprof: unwind diff: ...") to out, live or
+ * replayed alike. */
+void native_diff_print(const struct native_diff *d, FILE *out);
 
 #endif

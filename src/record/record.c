@@ -480,7 +480,7 @@ static char *rec_read_file(void *ctx, const char *path, size_t max, size_t *len)
 	unsigned pid;
 	int n = 0;
 
-	if (text && rec->in_sample && !rec->err &&
+	if (text && !rec->err &&
 	    sscanf(path, "/proc/%u/maps%n", &pid, &n) == 1 && path[n] == '\0') {
 		uint64_t h = hash_bytes(text, *len, 1);
 		uint32_t gen = w_gen(rec, pid);
@@ -762,6 +762,9 @@ static void w_path(struct recorder *rec, const char *path, uint32_t obj)
 	w_buf(rec, REC_PATH, &b);
 }
 
+/* Files, their names and maps are recorded whenever they are looked up, in
+ * a sample or not: the object cache opens each file once, often while a
+ * target is probed, and every later sample uses that one open. */
 static void rec_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf, size_t len)
 {
 	struct recorder *rec = ctx;
@@ -769,7 +772,7 @@ static void rec_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *b
 	uint32_t obj;
 
 	target_map_file(rec->live, pid, m, buf, len);
-	if (!rec->in_sample || rec->err)
+	if (rec->err)
 		return;
 	if (!strstr(buf, "/map_files/")) {
 		char key[128];
@@ -793,7 +796,7 @@ static void rec_opened(struct recorder *rec, const char *path, const uint8_t *im
 	struct stat st;
 	uint32_t obj;
 
-	if (!rec->in_sample || rec->err || stat(path, &st) || !S_ISREG(st.st_mode))
+	if (rec->err || stat(path, &st) || !S_ISREG(st.st_mode))
 		return;
 	obj = w_object(rec, &st);
 	if (obj == UINT32_MAX)

@@ -263,7 +263,8 @@ static struct pipeline *setup(struct replayer *rp, int all_native)
 		.threadcache_entries = m->threadcache_entries,
 		.cmdline = m->cmdline,
 	};
-	struct pipeline_io io = { .write = write_cb, .find = find_cb, .ctx = rp };
+	struct pipeline_io io = { .write = write_cb, .find = find_cb, .ctx = rp,
+				  .diff = &rp->st->diff };
 	struct pipeline *pl = pipeline_new(&c, &io);
 
 	if (!pl)
@@ -397,6 +398,8 @@ int replay_main(const struct config *cfg)
 		return 1;
 	}
 	rc = replay_run(r, write_output, &m, cfg->verbose, cfg->all_native, &st);
+	if (st.diff.stacks && !cfg->quiet)
+		native_diff_print(&st.diff, stderr);
 	if (cfg->verbose)
 		fprintf(stderr, "pyperf-pprof: replay: target memory reads served %" PRIu64
 			", not in the recording %" PRIu64 "\n", r->reads, r->reads_missed);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "native_diff.h"
 #include "pipeline.h"
 #include "record.h"
 
@@ -19,6 +20,9 @@ struct replay_stats {
 	uint64_t targets, bad_targets;	/* targets whose layout could not be rebuilt */
 	uint64_t writes;
 	uint64_t distinct;		/* distinct stacks of the last profile */
+	/* Samples recorded with --unwind both (kernel pcs and a stack copy)
+	 * compared again: the differential test on a recording. */
+	struct native_diff diff;
 };
 
 /*

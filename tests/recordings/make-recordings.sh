@@ -33,6 +33,9 @@
 #                                                      interpreter unwound by .eh_frame,
 #                                                      ctypes qsort callback, zlib,
 #                                                      the C extension tests/ext/cbext.c
+#   native-py311-both /usr/bin/python3.11 native.py  the same with --unwind both:
+#                                                      kernel tables and libunwind per
+#                                                      sample, compared on replay
 #   py311-continuous  /usr/bin/python3.11 methods.py   continuous mode: 3 intervals of
 #                                                      1 s, counters per interval, file
 #                                                      names from the recorded clocks
@@ -67,6 +70,7 @@ py311-debian-wall $PY311 named_threads.py --no-native --mode wall -F 250 -d 600
 py313-debugoffsets $PY313 methods.py --no-native -d 600
 py312-asyncio $PY312 asyncio_tasks.py --no-native -d 600
 native-py311-debian $PY311 native.py -c 4000000 -d 800
+native-py311-both $PY311 native.py --unwind both -c 4000000 -d 1200
 py311-continuous $PY311 methods.py --no-native -F 199 --interval 1 -d 3000
 EOF
 }
