@@ -75,7 +75,8 @@ struct pipeline_io {
 	pipeline_find_fn find;
 	void *ctx;			/* given to write and find */
 	const struct pipeline_log *log;	/* NULL: nothing logged */
-	/* Live only (sample.h): kernel symbols, a BPF walk's miss, --unwind both. */
+	/* Live only (sample.h): kernel symbols, a BPF walk's miss. diff: the
+	 * --unwind both comparison, live or replayed. */
 	const struct ksym_table *ksym;
 	void (*native_miss)(void *ctx, int pid);
 	void *native_miss_ctx;
