@@ -2,7 +2,7 @@
 # Issue 15: a deep pure-Python program nobody here wrote. Debian's docutils
 # (python3-docutils) renders a generated 400-section reST document to HTML
 # (rst2html) under Debian's stripped /usr/bin/python3.11, and under pyenv's
-# 3.12 with -X perf (perf trampolines on a real program). The profile's
+# 3.12 and 3.13 with -X perf (perf trampolines on a real program). The profile's
 # shape must be docutils': its parser (parsers/rst/states.py) and writer
 # (writers/) under rst2html's <module> -> publish_cmdline -> Publisher,
 # deep stacks, few placeholders; native stacks unwound and merged in
@@ -110,10 +110,11 @@ PYEOF
 }
 
 run "docutils on Debian's python3.11" 2 /usr/bin/python3.11
-py312=$root/3.12.1/bin/python3.12
-if [ -x "$py312" ]; then
-	run "docutils on 3.12 -X perf" 2 "$py312" -X perf
-else
-	echo "SKIP 3.12 -X perf: $py312 not present"
-fi
+for py in "$root/3.12.1/bin/python3.12" "$root/3.13.0/bin/python3.13"; do
+	if [ -x "$py" ]; then
+		run "docutils on $(basename "$py") -X perf" 2 "$py" -X perf
+	else
+		echo "note: $py not present: its -X perf case is left out"
+	fi
+done
 exit $failed
