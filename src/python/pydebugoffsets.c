@@ -400,6 +400,7 @@ static void layout_init(const struct ctx *c, uint32_t hex, struct py_layout *l)
 	l->free_threaded = f->free_threaded;
 	l->walk.frame_kind = PY_FRAMES_DIRECT;
 	l->walk.tid_kind = PY_TID_NATIVE;
+	l->code.unicode_state_shift = f->str_interned_byte ? 6 : 0;
 	l->walk.code_tag_mask = f->code_tag_mask;
 	l->walk.entry_kind = f->entry_kind;
 	l->walk.owner_shim = f->owner_shim;

@@ -202,6 +202,7 @@ static void apply_row(const struct py_row *r, struct py_layout *l)
 	l->free_threaded = r->free_threaded;
 	l->interp_sysdict = NO16;
 	l->code.co_tlbc = NO16;
+	l->code.unicode_state_shift = r->str_interned_byte ? 6 : 0;
 	l->gil.enabled = NO16;
 	l->walk.entry_kind = r->entry_kind;
 	l->walk.owner_shim = r->owner_shim;

@@ -37,6 +37,8 @@ struct py_row {
 	uint8_t code_tag_mask;		/* f_executable is a _PyStackRef: its tag bits */
 	uint8_t tlbc;			/* per-thread bytecode copies (free-threaded
 					 * 3.14+): tlbc_index and co_tlbc */
+	uint8_t str_interned_byte;	/* PyASCIIObject.state.interned is an
+					 * unsigned char (free-threaded 3.14+) */
 	uint8_t objects_from_table;	/* take the object offsets _Py_DebugOffsets
 					 * lacks from the generated table of this
 					 * minor (the same build) */

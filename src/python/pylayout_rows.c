@@ -6,6 +6,18 @@
  * typed in here: up to 3.12 they are generated from DWARF
  * (pyoffsets_table.c), from 3.13 the target publishes them. The two
  * lookups at the end are the only way to a row.
+ *
+ * Sources (3.13 on): CPython's release tags, read in the repository
+ * sailfishos-mirror/cpython, a mirror of python/cpython that carries the
+ * release managers' PGP-signed annotated tags (tag object, commit):
+ *   v3.13.0     3f27099d916c, commit 60403a5409ff2c3f3b07dd2ca91a7a3e096839c7
+ *   v3.14.0     ac991beb29b1, commit ebf955df7a89ed0c7968f79faec1de49f61ed7cb
+ *   v3.15.0rc1  4bd9634cf3b6, commit 37e98da7c19a9e5892ee756d6dee08225422cd49
+ * (Include/patchlevel.h there: "3.13.0" final, "3.14.0" final,
+ * "3.15.0rc1"). 3.15.0 final is not in the mirror (its newest 3.15 tag is
+ * v3.15.0rc1; the 3.15 branch head f71fbc55, "3.15.0rc1+dev", changes
+ * none of the headers below). The _Py_DebugOffsets field lists are also
+ * identical at every tag v3.13.0-v3.13.15 and v3.14.0-v3.14.7.
  */
 #include "pylayout.h"
 
@@ -13,10 +25,10 @@
 
 #define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-/* 3.13 and 3.13t: Include/internal/pycore_runtime.h at v3.13.0 (one
- * struct for both builds; checked against the DWARF of 3.13.0 by
- * tests/check-debugoffsets-live.sh, and the same list is in
- * Include/internal/pycore_debug_offsets.h of python/cpython@01d08a85). */
+/* 3.13 and 3.13t: struct _Py_DebugOffsets in
+ * Include/internal/pycore_runtime.h at tag v3.13.0 (one struct for both
+ * builds; also checked against the DWARF of 3.13.0 by
+ * tests/check-debugoffsets-live.sh). */
 static const struct py_debug_group dbg_313[] = {
 	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
 	{ "interpreter_state", FIELDS("size", "id", "next", "threads_head", "gc",
@@ -43,15 +55,12 @@ static const struct py_debug_group dbg_313[] = {
 	{ NULL, NULL }
 };
 
-/* 3.14 and 3.14t: Include/internal/pycore_debug_offsets.h of the 3.14
- * line. NOT read at tag v3.14.0 (the stored index holds python/cpython
- * only at 3.14 alphas, 7a57f7c2, and the mirror is too large to fetch):
- * 7a57f7c2 has threads_main, stackpointer, set_object, gen_object and
- * debugger_support as here; code_object_generation, tlbc_generation,
- * tlbc_index, co_tlbc and llist_node are in the 3.15 development header
- * (taegyunkim/cpython@8543f762) at these positions. A wrong position is
- * caught at attach (anchors, sizes, alignment, the sys.__dict__ type
- * name) and refused, never sampled. */
+/* 3.14 and 3.14t: struct _Py_DebugOffsets in
+ * Include/internal/pycore_debug_offsets.h at tag v3.14.0 (new against
+ * 3.13: interpreter_state threads_main, code_object_generation,
+ * tlbc_generation; interpreter_frame stackpointer, tlbc_index;
+ * code_object co_tlbc; set_object; gen_object; llist_node;
+ * debugger_support). */
 static const struct py_debug_group dbg_314[] = {
 	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
 	{ "interpreter_state", FIELDS("size", "id", "next", "threads_head",
@@ -85,12 +94,12 @@ static const struct py_debug_group dbg_314[] = {
 	{ NULL, NULL }
 };
 
-/* 3.15 and 3.15t: Include/internal/pycore_debug_offsets.h of the 3.15
- * development line, taegyunkim/cpython@8543f762 (a fork of main; not
- * the v3.15.0 tag, which the stored index does not hold). New against
- * 3.14: thread_state base_frame, last_profiled_frame(_seq), holds_gil,
- * gil_requested, current_exception, exc_state; err_stackitem (no size);
- * type_object tp_basicsize, tp_dictoffset; heap_type_object; unicode
+/* 3.15 and 3.15t: struct _Py_DebugOffsets in
+ * Include/internal/pycore_debug_offsets.h at tag v3.15.0rc1 (3.15.0 final
+ * is not available; see above). New against 3.14: thread_state
+ * base_frame, last_profiled_frame(_seq), holds_gil, gil_requested,
+ * current_exception, exc_state; err_stackitem (no size); type_object
+ * tp_basicsize, tp_dictoffset; heap_type_object; unicode_object
  * compactunicodeobject_size; gc frame, generation_stats(_size). */
 static const struct py_debug_group dbg_315[] = {
 	{ "runtime_state", FIELDS("size", "finalizing", "interpreters_head") },
@@ -134,8 +143,9 @@ static const struct py_debug_group dbg_315[] = {
 
 /* GIL builds: PyObject is ob_refcnt, ob_type; PyVarObject adds ob_size. */
 #define GIL_ABI		.pyobject_size = 16, .ob_type = 8, .var_ob_size = 16
-/* Free-threaded builds (Include/object.h, Py_GIL_DISABLED): ob_tid (8),
- * ob_flags (2), ob_mutex (1), ob_gc_bits (1), ob_ref_local (4),
+/* Free-threaded builds (struct _object in Include/object.h under
+ * Py_GIL_DISABLED at v3.13.0, v3.14.0, v3.15.0rc1): ob_tid (8), ob_flags
+ * (3.13.0: _padding) (2), ob_mutex (1), ob_gc_bits (1), ob_ref_local (4),
  * ob_ref_shared (8), then ob_type. */
 #define FT_ABI		.pyobject_size = 32, .ob_type = 24, .var_ob_size = 32
 
@@ -144,13 +154,25 @@ static const struct py_debug_group dbg_315[] = {
 	  .owner_shim = shim, GIL_ABI }
 
 /*
- * entry/owner_shim: FRAME_OWNED_BY_* of Include/internal/pycore_frame.h
- * (3.12-3.13: CSTACK = 3), pycore_interpframe_structs.h (3.14:
- * INTERPRETER = 3, CSTACK = 4; 3.15: INTERPRETER = 3, CSTACK removed):
- * the first complete frame is the first with an owner below 3.
- * code_tag_mask: Include/internal/pycore_stackref.h (3.14 GIL: Py_TAG_BITS
- * covers bit 0 for references, 3 for tagged ints; free-threaded:
- * Py_TAG_DEFERRED = 1; 3.15: Py_TAG_BITS = 3).
+ * entry/owner_shim: enum _frameowner, Include/internal/pycore_frame.h at
+ * v3.13.0 (CSTACK = 3, the eval loop's entry frame),
+ * pycore_interpframe_structs.h at v3.14.0 (INTERPRETER = 3, the entry
+ * frame; CSTACK = 4) and v3.15.0rc1 (INTERPRETER = 3, also each thread's
+ * base_frame; CSTACK removed): the first complete frame is the first
+ * with an owner below 3 (ceval.c at v3.14.0: owner < INTERPRETER).
+ * code_tag_mask: _PyInterpreterFrame.f_executable is a PyObject * at
+ * v3.13.0 and a _PyStackRef from v3.14.0; Include/internal/
+ * pycore_stackref.h at v3.14.0: GIL Py_TAG_BITS 3, Py_TAG_REFCNT 1,
+ * NULL = 1; free-threaded Py_TAG_BITS 1 (Py_TAG_DEFERRED), NULL = 1;
+ * both Py_INT_TAG 3. At v3.15.0rc1: Py_TAG_BITS 3, Py_TAG_INVALID 2.
+ * str_interned_byte: Include/cpython/unicodeobject.h at v3.14.0 and
+ * v3.15.0rc1 (unsigned char interned under Py_GIL_DISABLED; at v3.13.0
+ * interned:2 in both builds).
+ * tlbc: _PyCode_DEF_THREAD_LOCAL_BYTECODE (Include/cpython/code.h at
+ * v3.14.0, v3.15.0rc1): _PyCodeArray *co_tlbc, { Py_ssize_t size;
+ * char *entries[]; }, entries[0] = co_code_adaptive
+ * (Objects/codeobject.c); the frame's int32_t tlbc_index picks the copy
+ * (_PyFrame_GetBytecode, Include/internal/pycore_interpframe.h).
  */
 const struct py_row py_rows[] = {
 	DWARF(6, PY_LINES_LNOTAB, PY_GIL_SYMBOLS, PY_ENTRY_EVERY, 0),
@@ -167,19 +189,19 @@ const struct py_row py_rows[] = {
 	  .source = "_Py_DebugOffsets (3.13t layout, from headers at v3.13.0)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, FT_ABI },
-	{ .minor = 14, .source = "_Py_DebugOffsets (3.14 layout)", .debug = dbg_314,
+	{ .minor = 14, .source = "_Py_DebugOffsets (3.14 layout, from headers at v3.14.0)", .debug = dbg_314,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, GIL_ABI },
 	{ .minor = 14, .free_threaded = 1, .debug = dbg_314,
-	  .source = "_Py_DebugOffsets (3.14t layout)", .tlbc = 1,
+	  .source = "_Py_DebugOffsets (3.14t layout, from headers at v3.14.0)", .tlbc = 1, .str_interned_byte = 1,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, FT_ABI },
-	{ .minor = 15, .source = "_Py_DebugOffsets (3.15 layout)", .debug = dbg_315,
+	{ .minor = 15, .source = "_Py_DebugOffsets (3.15 layout, from headers at v3.15.0rc1)", .debug = dbg_315,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15, read with the 3.15 layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, GIL_ABI },
 	{ .minor = 15, .free_threaded = 1, .debug = dbg_315,
-	  .source = "_Py_DebugOffsets (3.15t layout)", .tlbc = 1,
+	  .source = "_Py_DebugOffsets (3.15t layout, from headers at v3.15.0rc1)", .tlbc = 1, .str_interned_byte = 1,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15t, read with the 3.15t layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, FT_ABI },

@@ -28,7 +28,31 @@ struct py_code_offsets {
 	uint16_t co_tlbc;		/* free-threaded 3.14+: _PyCodeArray *co_tlbc,
 					 * the per-thread bytecode copies; else
 					 * PYPERF_NO_FIELD (set by the chooser) */
+	uint16_t unicode_state_shift;	/* how far kind/compact/ascii lie above
+					 * bits 2-6 of state: 0, or 6 (set by the
+					 * chooser; py_str_kind() below) */
 };
+
+/*
+ * PyASCIIObject.state (Include/cpython/unicodeobject.h): interned:2 kind:3
+ * compact:1 ascii:1 from bit 0 up to 3.13 and in GIL builds; free-threaded
+ * 3.14+ (v3.14.0, v3.15.0rc1) make interned a whole unsigned char, so the
+ * same bits follow at bit 8 and unicode_state_shift is 6.
+ */
+static inline unsigned py_str_kind(const struct py_code_offsets *o, uint32_t state)
+{
+	return state >> (2 + o->unicode_state_shift) & 7;
+}
+
+static inline unsigned py_str_compact(const struct py_code_offsets *o, uint32_t state)
+{
+	return state >> (5 + o->unicode_state_shift) & 1;
+}
+
+static inline unsigned py_str_ascii(const struct py_code_offsets *o, uint32_t state)
+{
+	return state >> (6 + o->unicode_state_shift) & 1;
+}
 
 /* How a code object maps an instruction to a line (py_layout.line_kind). */
 enum py_line_kind {

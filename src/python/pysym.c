@@ -161,14 +161,13 @@ int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t l
 		return -1;
 	memcpy(&n, hdr + o->unicode_length, sizeof(n));
 	memcpy(&state, hdr + o->unicode_state, sizeof(state));
-	/* state bitfield: interned:2 kind:3 compact:1 ascii:1 (3.6 to 3.13) */
-	kind = (state >> 2) & 7;
-	if (!((state >> 5) & 1) || (kind != 1 && kind != 2 && kind != 4) || n > (1u << 30))
+	kind = py_str_kind(o, state);
+	if (!py_str_compact(o, state) || (kind != 1 && kind != 2 && kind != 4) || n > (1u << 30))
 		return -1;	/* legacy non-compact strings: not in code objects */
 	width = kind;
 	if (n > MAX_STR)
 		n = MAX_STR;
-	if (target_read(t->src, t->pid, addr + (((state >> 6) & 1) ? o->unicode_ascii_size
+	if (target_read(t->src, t->pid, addr + (py_str_ascii(o, state) ? o->unicode_ascii_size
 							 : o->unicode_compact_size),
 		      data, n * width))
 		return -1;

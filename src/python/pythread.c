@@ -312,8 +312,8 @@ static int str_matches(const struct ctx *c, const uint8_t *buf, const char *s, s
 
 	memcpy(&state, buf + co->unicode_state, sizeof(state));
 	memcpy(&len, buf + co->unicode_length, sizeof(len));
-	/* state: interned:2 kind:3 compact:1 ascii:1 (3.6 to 3.13) */
-	return ((state >> 2) & 7) == 1 && ((state >> 5) & 1) && ((state >> 6) & 1) &&
+	return py_str_kind(co, state) == 1 && py_str_compact(co, state) &&
+	       py_str_ascii(co, state) &&
 	       len == n && memcmp(buf + co->unicode_ascii_size, s, n) == 0;
 }
 
@@ -652,7 +652,8 @@ static int read_name(const struct ctx *c, const struct istate *is, uint64_t addr
 			return -1;	/* not an exact str */
 		memcpy(&state, b + co->unicode_state, 4);
 		memcpy(&n, b + co->unicode_length, 8);
-		if (((state >> 2) & 7) == 1 && ((state >> 5) & 1) && ((state >> 6) & 1) &&
+		if (py_str_kind(co, state) == 1 && py_str_compact(co, state) &&
+		    py_str_ascii(co, state) &&
 		    n < sizeof(b) - co->unicode_ascii_size && n < len) {
 			memcpy(buf, b + co->unicode_ascii_size, n);
 			buf[n] = '\0';

@@ -32,24 +32,56 @@
 
 /* ---- CPython structures, 64-bit ------------------------------------- */
 
-/* Include/object.h: PyObject_HEAD of a GIL and a free-threaded build. */
+/*
+ * Transcribed from CPython's headers at the release tags v3.13.0 (commit
+ * 60403a54), v3.14.0 (ebf955df) and v3.15.0rc1 (37e98da7), read in
+ * sailfishos-mirror/cpython (a mirror of python/cpython with the signed
+ * tags; see src/python/pylayout_rows.c). 3.15's code object, frame,
+ * string header and GIL are the same as 3.14's at those tags, so one
+ * set serves both. PyThreadState and PyInterpreterState are models: the
+ * members the profiler reads in their header order, the others folded
+ * into padding (their offsets reach the profiler only through the
+ * table, which is filled with offsetof() of the model).
+ */
+
+/* struct _object, Include/object.h: GIL build; Py_GIL_DISABLED build
+ * (3.13.0 calls ob_flags _padding). */
 #define HEAD_GIL	int64_t ob_refcnt; uint64_t ob_type;
 #define HEAD_FT		uint64_t ob_tid; uint16_t ob_flags; uint8_t ob_mutex, ob_gc_bits; \
 			uint32_t ob_ref_local; int64_t ob_ref_shared; uint64_t ob_type;
 
-/*
- * Include/cpython/unicodeobject.h (3.12+: PyASCIIObject is the header,
- * length, hash, state), Include/cpython/bytesobject.h, Include/cpython/
- * code.h (_PyCode_DEF of the 3.14 line, co_tlbc only in free-threaded
- * builds), Include/internal/pycore_interpframe_structs.h (3.14
- * _PyInterpreterFrame, tlbc_index only in free-threaded builds),
- * Include/internal/pycore_gil.h (enabled first, free-threaded only).
- * PyThreadState and PyInterpreterState are models: the members the
- * profiler reads in their header order, the others folded into padding.
- */
-#define DEFINE(SFX, HEAD, FT_CODE, FT_FRAME, FT_GIL)				\
+/* PyASCIIObject.state, Include/cpython/unicodeobject.h: interned:2 at
+ * v3.13.0 (both builds) and in GIL builds; under Py_GIL_DISABLED from
+ * v3.14.0 an unsigned char, the struct aligned to 4 (_Py_ALIGN_AS(4)). */
+#define STATE_BITS	struct { unsigned int interned:2, kind:3, compact:1, ascii:1,	\
+			statically_allocated:1, :24; } state;
+#define STATE_FT314	struct __attribute__((aligned(4))) { unsigned char interned;	\
+			unsigned int kind:3, compact:1, ascii:1,			\
+			statically_allocated:1; } state;
+
+/* _PyCode_DEF, Include/cpython/code.h: v3.14.0 adds Py_ssize_t
+ * _co_unique_id after _co_monitoring and, under Py_GIL_DISABLED,
+ * _PyCodeArray *co_tlbc before co_code_adaptive. */
+#define CODE_314	int64_t _co_unique_id;
+
+/* _PyInterpreterFrame: Include/internal/pycore_frame.h at v3.13.0
+ * (PyObject *f_executable, int stacktop) and pycore_interpframe_structs.h
+ * at v3.14.0 (_PyStackRef f_executable, stackpointer, int32_t tlbc_index
+ * under Py_GIL_DISABLED, uint8_t visited). */
+#define FRAME_313	uint64_t f_executable, previous, f_funcobj, f_globals,		\
+			f_builtins, f_locals, frame_obj, instr_ptr;			\
+			int32_t stacktop; uint16_t return_offset; char owner;		\
+			uint64_t localsplus[1];
+#define FRAME_314(FT)	uint64_t f_executable, previous, f_funcobj, f_globals,		\
+			f_builtins, f_locals, frame_obj, instr_ptr, stackpointer;	\
+			FT uint16_t return_offset; char owner; uint8_t visited;		\
+			uint64_t localsplus[1];
+
+/* struct _gil_runtime_state, Include/internal/pycore_gil.h (the same at
+ * the three tags): int enabled first under Py_GIL_DISABLED. */
+#define DEFINE(SFX, HEAD, STATE, CODE_NEW, FT_CODE, FRAME, FT_GIL)		\
 struct obj_##SFX { HEAD };							\
-struct ascii_##SFX { HEAD int64_t length; int64_t hash; uint32_t state; };	\
+struct ascii_##SFX { HEAD int64_t length; int64_t hash; STATE };		\
 struct unicode_##SFX { struct ascii_##SFX a; int64_t utf8_length;		\
 	uint64_t utf8; uint64_t data; };					\
 struct bytes_##SFX { HEAD int64_t ob_size; int64_t ob_shash; char ob_sval[8]; }; \
@@ -65,16 +97,12 @@ struct code_##SFX { HEAD int64_t ob_size;					\
 	uint64_t co_localsplusnames, co_localspluskinds, co_filename, co_name,	\
 		co_qualname, co_linetable, co_weakreflist, co_executors,	\
 		_co_cached, _co_instrumentation_version, _co_monitoring;	\
-	int64_t _co_unique_id;							\
+	CODE_NEW								\
 	int32_t _co_firsttraceable;						\
 	uint64_t co_extra;							\
 	FT_CODE									\
 	char co_code_adaptive[16]; };						\
-struct frame_##SFX { uint64_t f_executable, previous, f_funcobj, f_globals,	\
-	f_builtins, f_locals, frame_obj, instr_ptr, stackpointer;		\
-	FT_FRAME								\
-	uint16_t return_offset; char owner; uint8_t visited;			\
-	uint64_t localsplus[1]; };						\
+struct frame_##SFX { FRAME };							\
 struct gil_##SFX { FT_GIL uint64_t interval; uint64_t last_holder;		\
 	int32_t locked; uint64_t switch_number; };				\
 struct tstate_##SFX { uint64_t prev, next, interp, eval_breaker;		\
@@ -82,13 +110,31 @@ struct tstate_##SFX { uint64_t prev, next, interp, eval_breaker;		\
 	uint64_t thread_id, native_thread_id, pad3[4]; };			\
 struct interp_##SFX { uint64_t id, next, threads_head, threads_main,		\
 	pad1[8], imports_modules, sysdict, builtins, ceval_gil;			\
-	struct gil_##SFX _gil; };
+	struct gil_##SFX _gil; };						\
+/* The state word of a compact ASCII str, laid out by the compiler. */	\
+static uint32_t ascii_state_##SFX(void)						\
+{										\
+	struct ascii_##SFX a;							\
+	uint32_t w;								\
+										\
+	memset(&a, 0, sizeof(a));						\
+	a.state.kind = 1;							\
+	a.state.compact = 1;							\
+	a.state.ascii = 1;							\
+	memcpy(&w, &a.state, sizeof(w));					\
+	return w;								\
+}
 
-DEFINE(gil, HEAD_GIL, , , )
-DEFINE(ft, HEAD_FT, uint64_t co_tlbc;, int32_t tlbc_index;, int32_t enabled;)
+DEFINE(t313, HEAD_FT, STATE_BITS, , , FRAME_313, int32_t enabled;)
+DEFINE(g314, HEAD_GIL, STATE_BITS, CODE_314, , FRAME_314(), )
+DEFINE(t314, HEAD_FT, STATE_FT314, CODE_314, uint64_t co_tlbc;, FRAME_314(int32_t tlbc_index;),
+       int32_t enabled;)
 
-/* Include/internal/pycore_debug_offsets.h, 3.14 line (see
- * src/python/pylayout_rows.c for the commits read). */
+/* _PyCodeArray, Include/cpython/code.h at v3.14.0 (free-threaded). */
+struct code_array { int64_t size; uint64_t entries[2]; };
+
+/* struct _Py_DebugOffsets, Include/internal/pycore_debug_offsets.h at
+ * tag v3.14.0 (identical at v3.14.1 to v3.14.7). */
 struct dbg314 {
 	char cookie[8];
 	uint64_t version, free_threaded;
@@ -130,7 +176,7 @@ struct dbg314 {
 	} debugger_support;
 };
 
-/* The same header, 3.15 development line (taegyunkim/cpython@8543f762). */
+/* The same header at tag v3.15.0rc1. */
 struct dbg315 {
 	char cookie[8];
 	uint64_t version, free_threaded;
@@ -176,7 +222,8 @@ struct dbg315 {
 	} debugger_support;
 };
 
-/* Include/internal/pycore_runtime.h of v3.13.0 (the 3.13t table). */
+/* struct _Py_DebugOffsets, Include/internal/pycore_runtime.h at tag
+ * v3.13.0 (the 3.13t table). */
 struct dbg313 {
 	char cookie[8];
 	uint64_t version, free_threaded;
@@ -340,6 +387,7 @@ struct shape {
 /* Member offsets of the build's structures, taken with offsetof. */
 struct offs {
 	size_t obj_size, ob_type, var_size, ascii_size, uni_size, state, length;
+	uint32_t ascii_state;	/* state word of a compact ASCII str */
 	size_t bytes_size, bytes_sval, bytes_ob_size, tuple_size, tuple_item, tuple_ob_size;
 	size_t type_size, tp_name, tp_flags;
 	size_t code_size, filename, name, qualname, linetable, firstlineno, argcount,
@@ -384,7 +432,6 @@ struct offs {
 	o.instr_ptr = offsetof(struct frame_##SFX, instr_ptr);				\
 	o.localsplus = offsetof(struct frame_##SFX, localsplus);			\
 	o.owner = offsetof(struct frame_##SFX, owner);					\
-	o.stackpointer = offsetof(struct frame_##SFX, stackpointer);			\
 	o.ts_size = sizeof(struct tstate_##SFX);					\
 	o.ts_prev = offsetof(struct tstate_##SFX, prev);				\
 	o.ts_next = offsetof(struct tstate_##SFX, next);				\
@@ -403,18 +450,25 @@ struct offs {
 	o.is_gil = offsetof(struct interp_##SFX, _gil);					\
 	o.gil_locked = offsetof(struct gil_##SFX, locked);				\
 	o.gil_holder = offsetof(struct gil_##SFX, last_holder);				\
+	o.ascii_state = ascii_state_##SFX();						\
 } while (0)
 
-static void fill_offs(struct offs *o, int ft)
+/* The structures of the shape's tag and build. */
+static void fill_offs(struct offs *o, const struct shape *s)
 {
 	memset(o, 0, sizeof(*o));
-	if (ft) {
-		FILL(ft, (*o), 1);
-		o->tlbc = offsetof(struct code_ft, co_tlbc);
-		o->tlbc_index = offsetof(struct frame_ft, tlbc_index);
-		o->gil_enabled = offsetof(struct gil_ft, enabled);
+	if (s->table == 313) {
+		FILL(t313, (*o), 1);
+		o->gil_enabled = offsetof(struct gil_t313, enabled);
+	} else if (s->ft) {
+		FILL(t314, (*o), 1);
+		o->gil_enabled = offsetof(struct gil_t314, enabled);
+		o->stackpointer = offsetof(struct frame_t314, stackpointer);
+		o->tlbc = offsetof(struct code_t314, co_tlbc);
+		o->tlbc_index = offsetof(struct frame_t314, tlbc_index);
 	} else {
-		FILL(gil, (*o), 0);
+		FILL(g314, (*o), 0);
+		o->stackpointer = offsetof(struct frame_g314, stackpointer);
 	}
 }
 
@@ -550,7 +604,7 @@ static uint64_t make_str(struct program *p, const char *s)
 
 	put64(&p->im, a + p->o.ob_type, p->str_type);
 	put64(&p->im, a + p->o.length, n);
-	put32(&p->im, a + p->o.state, 1u << 2 | 1u << 5 | 1u << 6);
+	put32(&p->im, a + p->o.state, p->o.ascii_state);
 	memcpy(at(&p->im, a + p->o.ascii_size), s, n + 1);
 	return a;
 }
@@ -596,15 +650,15 @@ static uint64_t make_frame(struct program *p, uint64_t code, uint64_t exec_bits,
 	return f;
 }
 
-/* Thread 2's bytecode copy 1 (free-threaded 3.14+): co_tlbc holds
- * { size 2, entries { co_code_adaptive, copy } }. */
+/* Thread 2's bytecode copy 1 (free-threaded 3.14+): co_tlbc points to a
+ * _PyCodeArray { size 2, entries { co_code_adaptive, copy } }. */
 static uint64_t make_copy(struct program *p, uint64_t code)
 {
-	uint64_t arr = img_alloc(&p->im, 24), copy = img_alloc(&p->im, 16);
+	uint64_t arr = img_alloc(&p->im, sizeof(struct code_array)), copy = img_alloc(&p->im, 16);
 
-	put64(&p->im, arr, 2);
-	put64(&p->im, arr + 8, code + p->o.adaptive);
-	put64(&p->im, arr + 16, copy);
+	put64(&p->im, arr + offsetof(struct code_array, size), 2);
+	put64(&p->im, arr + offsetof(struct code_array, entries[0]), code + p->o.adaptive);
+	put64(&p->im, arr + offsetof(struct code_array, entries[1]), copy);
 	put64(&p->im, code + p->o.tlbc, arr);
 	return copy;
 }
@@ -625,7 +679,8 @@ static uint64_t make_tstate(struct program *p, uint64_t ntid, uint64_t frame, ui
  * Thread 1: work (line 12, f_executable tagged as a borrowed reference
  * on 3.14+) <- main (line 13) <- shim. Thread 2: helper (line 13 in
  * bytecode copy 1 on free-threaded 3.14+, else line 10) <- shim (owner
- * 4, FRAME_OWNED_BY_CSTACK, on 3.14) <- run (line 12) <- shim. The GIL is
+ * 4, FRAME_OWNED_BY_CSTACK, on 3.14; 3.15 has no such value) <- run
+ * (line 12) <- shim (3.15: also every thread's base_frame). The GIL is
  * held by thread 1; gil_enabled says whether a free-threaded GIL is on.
  */
 static void make_program(struct program *p, const struct shape *s, int gil_enabled)
@@ -638,7 +693,7 @@ static void make_program(struct program *p, const struct shape *s, int gil_enabl
 	memset(p->im.mem, 0, IMG_SIZE);
 	p->im.used = 0;
 	p->s = s;
-	fill_offs(&p->o, s->ft);
+	fill_offs(&p->o, s);
 	p->runtime = img_alloc(&p->im, RUNTIME_SIZE);
 	p->interp = img_alloc(&p->im, o->is_size);
 	put64(&p->im, p->runtime + RUNTIME_IHEAD, p->interp);
@@ -657,7 +712,7 @@ static void make_program(struct program *p, const struct shape *s, int gil_enabl
 	p->leaf1 = make_frame(p, work, tag, work + o->adaptive, 2, 0, 0, f);
 	f = make_frame(p, 0, 0, 0, 0, 0, s->shim_owner, 0);
 	f = make_frame(p, run, 0, run + o->adaptive, 2, 0, 0, f);
-	f = make_frame(p, 0, 0, 0, 0, 0, s->table >= 314 ? 4 : s->shim_owner, f);
+	f = make_frame(p, 0, 0, 0, 0, 0, s->table == 314 ? 4 : s->shim_owner, f);
 	p->leaf2 = make_frame(p, helper, 0, base2, copies ? 4 : 0, copies, 0, f);
 
 	t2 = make_tstate(p, TID2, p->leaf2, 0);
