@@ -9,7 +9,8 @@
  *
  * Sources (3.13 on): CPython's release tags, read in the repository
  * sailfishos-mirror/cpython, a mirror of python/cpython that carries the
- * release managers' PGP-signed annotated tags (tag object, commit):
+ * release managers' annotated tags (v3.13.0 PGP-signed; tag object,
+ * commit):
  *   v3.13.0     3f27099d916c, commit 60403a5409ff2c3f3b07dd2ca91a7a3e096839c7
  *   v3.14.0     ac991beb29b1, commit ebf955df7a89ed0c7968f79faec1de49f61ed7cb
  *   v3.15.0rc1  4bd9634cf3b6, commit 37e98da7c19a9e5892ee756d6dee08225422cd49

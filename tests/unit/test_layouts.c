@@ -35,7 +35,7 @@
 /*
  * Transcribed from CPython's headers at the release tags v3.13.0 (commit
  * 60403a54), v3.14.0 (ebf955df) and v3.15.0rc1 (37e98da7), read in
- * sailfishos-mirror/cpython (a mirror of python/cpython with the signed
+ * sailfishos-mirror/cpython (a mirror of python/cpython with the release
  * tags; see src/python/pylayout_rows.c). 3.15's code object, frame,
  * string header and GIL are the same as 3.14's at those tags, so one
  * set serves both. PyThreadState and PyInterpreterState are models: the
