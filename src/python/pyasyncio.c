@@ -21,6 +21,11 @@
  * patch release that moved a field is refused, not misread). A Task
  * class without _asyncio.Task in its bases (asyncio.tasks._PyTask) is
  * read through its instance attributes _name and _coro.
+ *
+ * CPython 3.14+ keep the running task in the thread state
+ * (_PyThreadStateImpl.asyncio_running_task); its offset, TaskObj's and the
+ * sizes to check come per process from the AsyncioDebug section
+ * (pyasyncio_debug.c) into aproc.dl, which then serves as the table row.
  */
 #include "pyasyncio.h"
 
@@ -28,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyasyncio_debug.h"
 #include "pysym.h"
 #include "pythread.h"
 #include "setcache.h"
@@ -61,14 +67,14 @@
  * re-derives every row from the DWARF.
  */
 static const struct pyasyncio_layout layouts[] = {
-	/* minor size coro name  corosz code qual iframe tp_base */
-	{ 7,  136, 112, NO16, 104, 32,   56, NO16, 256 },
-	{ 8,  144, 112, 120,  104, 32,   56, NO16, 256 },
-	{ 9,  184, 152, 160,  104, 32,   56, NO16, 256 },
-	{ 10, 192, 160, 168,  96,  24,   48, NO16, 256 },
-	{ 11, 176, 136, 144,  152, 16,   40, 80,   256 },
-	{ 12, 176, 136, 144,  144, NO16, 32, 72,   256 },
-	{ 13, 144, 120, 128,  144, NO16, 32, 72,   256 },
+	/* minor size coro name  corosz code qual iframe tp_base (3.14+ only: 0 0) */
+	{ 7,  136, 112, NO16, 104, 32,   56, NO16, 256, 0, 0 },
+	{ 8,  144, 112, 120,  104, 32,   56, NO16, 256, 0, 0 },
+	{ 9,  184, 152, 160,  104, 32,   56, NO16, 256, 0, 0 },
+	{ 10, 192, 160, 168,  96,  24,   48, NO16, 256, 0, 0 },
+	{ 11, 176, 136, 144,  152, 16,   40, 80,   256, 0, 0 },
+	{ 12, 176, 136, 144,  144, NO16, 32, 72,   256, 0, 0 },
+	{ 13, 144, 120, 128,  144, NO16, 32, 72,   256, 0, 0 },
 };
 
 const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor)
@@ -81,10 +87,17 @@ const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned mi
 	return NULL;
 }
 
-/* The row for t: GIL builds only (a free-threaded build's larger object
- * header moves every offset; its sizes would be refused anyway). */
+/* 3.14+: the layout is read per process from its AsyncioDebug section
+ * (aproc.dl); this marks a target whose layout comes from there. */
+static const struct pyasyncio_layout from_section = { .minor = 14 };
+
+/* The row for t: up to 3.13 GIL builds only (a free-threaded build's
+ * larger object header moves every offset; its sizes would be refused
+ * anyway); 3.14+ builds of either kind through their section. */
 static const struct pyasyncio_layout *layout_of(const struct py_target *t)
 {
+	if (t->major == 3 && t->minor >= 14)
+		return t->layout.interp_size ? &from_section : NULL;
 	return t->layout.free_threaded ? NULL : pyasyncio_layout_find(t->major, t->minor);
 }
 
@@ -131,6 +144,8 @@ struct aproc {
 	uint64_t check_ns, check_gap;	/* unconfirmed: search again then */
 	int refused;			/* a Task or coroutine type of the wrong size */
 	uint64_t tid_hint, name_hint, coro_hint;	/* attribute key objects */
+	struct pyasyncio_layout dl;	/* 3.14+: from the AsyncioDebug section */
+	int dl_state;			/* 1: dl read, -1: refused, 0: not yet */
 	struct { uint64_t type; uint8_t kind; } types[NTYPES];
 	struct { uint64_t loop, ident, ns; } loops[NPLOOPS];	/* whose loop */
 	unsigned next_type;
@@ -195,8 +210,12 @@ static void refuse(const struct ctx *x, const char *what, int64_t size, unsigned
 	x->ap->refused = 1;
 	if (x->ap->warned++)
 		return;
-	fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s is %lld bytes, the %u.%u table says %u; add this build's row to src/python/pyasyncio.c from its DWARF\n",
-		x->t->pid, what, (long long)size, x->t->major, x->t->minor, want);
+	if (x->l->ts_task)
+		fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s is %lld bytes, its AsyncioDebug section and _Py_DebugOffsets say %u\n",
+			x->t->pid, what, (long long)size, want);
+	else
+		fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s is %lld bytes, the %u.%u table says %u; add this build's row to src/python/pyasyncio.c from its DWARF\n",
+			x->t->pid, what, (long long)size, x->t->major, x->t->minor, want);
 }
 
 static enum tkind classify_uncached(const struct ctx *x, uint64_t type)
@@ -459,6 +478,9 @@ static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now
 
 	if (ap->refused)
 		return 0;
+	/* 3.14+: the thread state says, whatever the loop. */
+	if (x->l->ts_task)
+		return rd_ptr(x, e->tstate + x->l->ts_task);
 	if (!ap->current_tasks && find_current_tasks(x, e->interp, now))
 		return 0;
 	recheck(x, e->interp, now);
@@ -499,6 +521,51 @@ static void read_current(const struct ctx *x, struct tentry *e, uint64_t now)
 		memset(r, 0, sizeof(*r));
 }
 
+/* ---- 3.14+ ----------------------------------------------------------- */
+
+/*
+ * x->l and x->o.type_basicsize from the process's AsyncioDebug section,
+ * looked for at most every RETRY_NS until a mapped file has it (asyncio
+ * imported); a section that fails its checks is refused once, for good.
+ * 0 when ready.
+ */
+static int section_layout(struct ctx *x, uint64_t now)
+{
+	struct aproc *ap = x->ap;
+	uint8_t sec[PYASYNCIO_SECTION_MAX];
+	char err[320];
+	size_t n = 0;
+
+	if (ap->dl_state == 0 && now >= ap->retry_ns) {
+		ap->retry_ns = now + RETRY_NS;
+		if (pyasyncio_debug_read(x->t, sec, sizeof(sec), &n) == 0) {
+			if (pyasyncio_debug_parse(sec, n, &x->t->layout, &ap->dl, err, sizeof(err))) {
+				ap->dl_state = -1;
+				ap->refused = 1;
+				(*x->refusals)++;
+				fprintf(stderr, "pyperf-pprof: no asyncio_task labels for pid %d: %s\n",
+					x->t->pid, err);
+			} else {
+				ap->dl_state = 1;
+			}
+		}
+	}
+	if (ap->dl_state != 1)
+		return -1;
+	x->l = &ap->dl;
+	x->o = x->t->layout.obj;
+	x->o.type_basicsize = ap->dl.type_basicsize;
+	return 0;
+}
+
+/* The interpreter of a 3.14+ thread state, or 0. */
+static uint64_t tstate_interp(const struct ctx *x, uint64_t tstate)
+{
+	uint16_t off = x->t->layout.obj.ts_interp;
+
+	return off == NO16 ? 0 : rd_ptr(x, tstate + off);
+}
+
 /* ---- the uncached lookup --------------------------------------------- */
 
 int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t len,
@@ -511,9 +578,16 @@ int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t
 			 .refusals = &refusals };
 	struct py_gil_offsets gil;
 
-	if (!x.l || !len || pythread_offsets(t, &x.o, &gil) ||
-	    pythread_tstate_ident(t, tstate, &e.interp, &e.ident))
+	if (!x.l || !len)
 		return -1;
+	if (x.l == &from_section) {
+		e.interp = ap.interp = tstate_interp(&x, tstate);
+		if (!e.interp || section_layout(&x, 1))
+			return -1;
+	} else if (pythread_offsets(t, &x.o, &gil) ||
+		   pythread_tstate_ident(t, tstate, &e.interp, &e.ident)) {
+		return -1;
+	}
 	ap.interp = e.interp;
 	read_current(&x, &e, 1);
 	if (refusals)
@@ -677,6 +751,16 @@ static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 	c->st.lookups++;
 	e->time_ns = now_ns;
 	e->cur = -1;
+	if (l == &from_section) {
+		if (!e->interp)
+			e->interp = tstate_interp(&x, tstate);
+		if (!e->interp)
+			return;
+		x.ap = aproc_get(c, t, e->interp);
+		if (section_layout(&x, now_ns) == 0)
+			read_current(&x, e, now_ns);
+		return;
+	}
 	if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
 		e->interp = 0;
 	if (e->interp && pythread_offsets(t, &x.o, &gil) == 0) {

@@ -12,6 +12,9 @@
  * Supported: CPython 3.7 to 3.13 GIL builds, the C Task of _asyncio and the
  * pure-Python Task (asyncio.tasks._PyTask), on loops that keep
  * `_thread_id` in their instance dict (asyncio's own loops; not uvloop).
+ * CPython 3.14+ (GIL and free-threaded): the C Task the thread state
+ * says its thread runs, through the AsyncioDebug section
+ * (src/python/pyasyncio_debug.c), on any loop.
  */
 #ifndef PYASYNCIO_H
 #define PYASYNCIO_H
@@ -43,6 +46,9 @@ struct pyasyncio_layout {
 	uint16_t cr_qualname;	/* PyCoroObject.cr_qualname */
 	uint16_t cr_iframe;	/* PyCoroObject.cr_iframe (3.11+): the frame */
 	uint16_t type_base;	/* PyTypeObject.tp_base */
+	/* 3.14+ only (src/python/pyasyncio_debug.c); 0 in the DWARF rows: */
+	uint16_t ts_task;	/* _PyThreadStateImpl.asyncio_running_task */
+	uint16_t type_basicsize;	/* PyTypeObject.tp_basicsize */
 };
 
 /* The table entry of 3.minor, or NULL. */

@@ -91,6 +91,10 @@ static const struct need optional_needs[] = {
 	 * is interp->_gil. locked and last_holder: derive_gil(). */
 	{ "interpreter_state", "ceval_gil", 8, 0, L(gil.interp_ceval_gil) },
 	{ "interpreter_state", "gil_runtime_state", 8, 0, L(gil.interp_gil) },
+	/* Coroutines, for asyncio task labels (3.14+; 3.13 lacks gen_object). */
+	{ "gen_object", "gi_name", 8, 0, L(gen_name) },
+	{ "gen_object", "gi_iframe", 8, 0, L(gen_iframe) },
+	{ "interpreter_frame", "localsplus", 8, 0, L(frame_localsplus) },
 };
 
 /* Needed where the row says there are per-thread bytecode copies (the
@@ -407,6 +411,20 @@ static void layout_init(const struct ctx *c, uint32_t hex, struct py_layout *l)
 	l->walk.frame_span = 0;
 }
 
+/* sizeof(PyInterpreterState) and sizeof(PyThreadState), which the
+ * AsyncioDebug section of the same build must agree with; 0 if absent. */
+static void take_sizes(const struct ctx *c, struct py_layout *l)
+{
+	struct ctx q = *c;
+	uint64_t v, size;
+	char scratch[8];
+
+	q.err = scratch;
+	q.errlen = sizeof(scratch);
+	l->interp_size = table_value(&q, "interpreter_state", "size", &v, &size) ? 0 : (uint32_t)v;
+	l->tstate_size = table_value(&q, "thread_state", "size", &v, &size) ? 0 : (uint32_t)v;
+}
+
 /* free-threaded: gil_runtime_state_enabled is offsetof(struct
  * _gil_runtime_state, enabled) already, not an interpreter offset. */
 static void take_gil_enabled(const struct ctx *c, struct py_layout *l)
@@ -444,6 +462,7 @@ int py_debug_offsets_parse(const uint8_t *buf, size_t len, uint32_t *version_hex
 	if (derive_unicode(&c, &l))
 		return -1;
 	take_optional(&c, &l);
+	take_sizes(&c, &l);
 	derive_gil(&c, &l);
 	take_gil_enabled(&c, &l);
 	*out = l;

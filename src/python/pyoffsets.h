@@ -188,6 +188,13 @@ struct py_layout {
 	uint8_t line_kind;		/* enum py_line_kind */
 	uint8_t gil_kind;		/* enum py_gil_kind */
 	uint8_t free_threaded;		/* a Py_GIL_DISABLED build */
+	/* From _Py_DebugOffsets (3.14+), for the asyncio task labels
+	 * (src/python/pyasyncio_debug.c): 0 or PYPERF_NO_FIELD when absent. */
+	uint32_t interp_size;		/* sizeof(PyInterpreterState) */
+	uint32_t tstate_size;		/* sizeof(PyThreadState) */
+	uint16_t gen_name;		/* PyGenObject.gi_name */
+	uint16_t gen_iframe;		/* PyGenObject.gi_iframe */
+	uint16_t frame_localsplus;	/* _PyInterpreterFrame.localsplus */
 	struct py_walk_offsets walk;
 	struct py_code_offsets code;
 	struct py_gil_offsets gil;

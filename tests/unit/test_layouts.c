@@ -9,21 +9,29 @@
  * of the BPF walk (py_frame_decode/classify/flags in bpf/pyperf.h),
  * pysym_resolve() for names, files and lines (per-thread bytecode copies
  * included), pythread_gil_locate() and the BPF program's GIL decision
- * (py_gil_flags). Memory is injected as a struct target_src serving the
- * image, the interface every reader gets its target's memory from.
+ * (py_gil_flags), and on 3.14+ the asyncio task each thread runs
+ * (pyasyncio_task and its cache, the AsyncioDebug section read from an
+ * ELF file of the image's _asyncio module). Memory, maps and files are
+ * injected as a struct target_src serving the image, the interface every
+ * reader gets its target's memory from.
  * Negative images must give a one-line refusal naming the field and both
  * values.
  *
  * Not covered: thread names (3.14+ tables lack the dict internals they
  * need; the profiler falls back to the kernel's comm).
  */
+#include "elffile.h"
+#include "pyasyncio.h"
+#include "pyasyncio_debug.h"
 #include "pylayout.h"
 #include "pyoffsets.h"
+#include "proc.h"
 #include "pyperf.h"
 #include "pysym.h"
 #include "pythread.h"
 #include "target_src.h"
 
+#include <elf.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -79,7 +87,7 @@
 
 /* struct _gil_runtime_state, Include/internal/pycore_gil.h (the same at
  * the three tags): int enabled first under Py_GIL_DISABLED. */
-#define DEFINE(SFX, HEAD, STATE, CODE_NEW, FT_CODE, FRAME, FT_GIL)		\
+#define DEFINE(SFX, HEAD, STATE, CODE_NEW, FT_CODE, FRAME, FT_GIL, FT_TASK)	\
 struct obj_##SFX { HEAD };							\
 struct ascii_##SFX { HEAD int64_t length; int64_t hash; STATE };		\
 struct unicode_##SFX { struct ascii_##SFX a; int64_t utf8_length;		\
@@ -87,7 +95,15 @@ struct unicode_##SFX { struct ascii_##SFX a; int64_t utf8_length;		\
 struct bytes_##SFX { HEAD int64_t ob_size; int64_t ob_shash; char ob_sval[8]; }; \
 struct tuple_##SFX { HEAD int64_t ob_size; uint64_t ob_item[1]; };		\
 struct type_##SFX { HEAD int64_t ob_size; uint64_t tp_name;			\
-	int64_t tp_basicsize, tp_itemsize; uint64_t pad[12]; uint64_t tp_flags; }; \
+	int64_t tp_basicsize, tp_itemsize;					\
+	uint64_t tp_dealloc, tp_vectorcall_offset, tp_getattr, tp_setattr,	\
+		tp_as_async, tp_repr, tp_as_number, tp_as_sequence,		\
+		tp_as_mapping, tp_hash, tp_call, tp_str, tp_getattro,		\
+		tp_setattro, tp_as_buffer;					\
+	uint64_t tp_flags;							\
+	uint64_t tp_doc, tp_traverse, tp_clear, tp_richcompare,			\
+		tp_weaklistoffset, tp_iter, tp_iternext, tp_methods,		\
+		tp_members, tp_getset, tp_base, tp_rest[20]; };			\
 struct code_##SFX { HEAD int64_t ob_size;					\
 	uint64_t co_consts, co_names, co_exceptiontable;			\
 	int32_t co_flags, co_argcount, co_posonlyargcount, co_kwonlyargcount,	\
@@ -108,6 +124,23 @@ struct gil_##SFX { FT_GIL uint64_t interval; uint64_t last_holder;		\
 struct tstate_##SFX { uint64_t prev, next, interp, eval_breaker;		\
 	uint64_t pad1[4]; uint64_t current_frame; uint64_t pad2[6];		\
 	uint64_t thread_id, native_thread_id, pad3[4]; };			\
+struct tsimpl_##SFX { struct tstate_##SFX base; int64_t refcount;		\
+	uint64_t c_stack_top, c_stack_soft_limit, c_stack_hard_limit;		\
+	uint64_t asyncio_running_loop, asyncio_running_task;			\
+	uint64_t asyncio_tasks_head[2]; };					\
+struct task_##SFX { HEAD uint64_t fut_loop, fut_callback0, fut_context0,	\
+	fut_callbacks, fut_exception, fut_exception_tb, fut_result,		\
+	fut_source_tb, fut_cancel_msg, fut_cancelled_exc, fut_awaited_by;	\
+	int32_t fut_state; char fut_is_task, fut_awaited_by_is_set;		\
+	unsigned fut_log_tb:1, fut_blocking:1;					\
+	unsigned task_must_cancel:1, task_log_destroy_pending:1;		\
+	int32_t task_num_cancels_requested;					\
+	uint64_t task_fut_waiter, task_coro, task_name, task_context;		\
+	uint64_t task_node[2]; FT_TASK };					\
+struct coro_##SFX { HEAD uint64_t cr_weakreflist, cr_name, cr_qualname;	\
+	uint64_t cr_exc_state[2], cr_origin_or_finalizer;			\
+	char cr_hooks_inited, cr_closed, cr_running_async;			\
+	int8_t cr_frame_state; struct frame_##SFX cr_iframe; };			\
 struct interp_##SFX { uint64_t id, next, threads_head, threads_main,		\
 	pad1[8], imports_modules, sysdict, builtins, ceval_gil;			\
 	struct gil_##SFX _gil; };						\
@@ -125,10 +158,30 @@ static uint32_t ascii_state_##SFX(void)						\
 	return w;								\
 }
 
-DEFINE(t313, HEAD_FT, STATE_BITS, , , FRAME_313, int32_t enabled;)
-DEFINE(g314, HEAD_GIL, STATE_BITS, CODE_314, , FRAME_314(), )
+DEFINE(t313, HEAD_FT, STATE_BITS, , , FRAME_313, int32_t enabled;, uint64_t task_tid;)
+DEFINE(g314, HEAD_GIL, STATE_BITS, CODE_314, , FRAME_314(), , )
 DEFINE(t314, HEAD_FT, STATE_FT314, CODE_314, uint64_t co_tlbc;, FRAME_314(int32_t tlbc_index;),
-       int32_t enabled;)
+       int32_t enabled;, uint64_t task_tid;)
+
+/*
+ * TaskObj (FutureObj_HEAD, task_tid under Py_GIL_DISABLED) and struct
+ * _Py_AsyncioModuleDebugOffsets, Modules/_asynciomodule.c at v3.14.0 and
+ * v3.15.0rc1; PyCoroObject (_PyGenObject_HEAD, _PyErr_StackItem),
+ * Include/internal/pycore_interpframe_structs.h and Include/cpython/
+ * pystate.h at the same tags; _PyThreadStateImpl (pycore_tstate.h) is a
+ * model like PyThreadState: base, then the members up to the asyncio ones.
+ */
+struct asyncio_dbg {
+	struct {
+		uint64_t size, task_name, task_awaited_by, task_is_task,
+			task_awaited_by_is_set, task_coro, task_node;
+	} asyncio_task_object;
+	struct { uint64_t size, asyncio_tasks_head; } asyncio_interpreter_state;
+	struct {
+		uint64_t size, asyncio_running_loop, asyncio_running_task,
+			asyncio_tasks_head;
+	} asyncio_thread_state;
+};
 
 /* _PyCodeArray, Include/cpython/code.h at v3.14.0 (free-threaded). */
 struct code_array { int64_t size; uint64_t entries[2]; };
@@ -280,6 +333,9 @@ static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fm
 struct image {
 	uint8_t *mem;
 	size_t used;
+	const char *maps;	/* /proc/PID/maps of the image's process */
+	uint8_t elf[1024];	/* the _asyncio extension module: an ELF file */
+	size_t elf_len;		/* holding .AsyncioDebug; 0: none */
 };
 
 static uint64_t img_alloc(struct image *im, size_t n)
@@ -342,20 +398,30 @@ static ssize_t img_readv(void *ctx, pid_t pid, const struct iovec *local, unsign
 
 static char *img_read_file(void *ctx, const char *path, size_t max, size_t *len)
 {
-	(void)ctx; (void)path; (void)max; (void)len;
-	return NULL;
+	struct image *im = ctx;
+	size_t n = im->maps ? strlen(im->maps) : 0;
+	char *text;
+
+	if (!n || n > max || strcmp(path + strlen(path) - 5, "/maps") || !(text = malloc(n + 1)))
+		return NULL;
+	memcpy(text, im->maps, n + 1);
+	*len = n;
+	return text;
 }
 
 static void img_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *buf, size_t len)
 {
-	(void)ctx; (void)pid; (void)m;
-	snprintf(buf, len, "/nonexistent");
+	(void)ctx; (void)pid;
+	snprintf(buf, len, "%s", m->path);
 }
 
+/* Only the _asyncio module is a file here. */
 static struct elf_file *img_open_elf(void *ctx, const char *path)
 {
-	(void)ctx; (void)path;
-	return NULL;
+	struct image *im = ctx;
+
+	return im->elf_len && strstr(path, "/_asyncio.") ? elf_file_open_mem(im->elf, im->elf_len)
+							   : NULL;
 }
 
 static const struct target_src_ops img_ops = {
@@ -397,6 +463,9 @@ struct offs {
 	size_t ts_size, ts_prev, ts_next, ts_interp, ts_frame, ts_tid, ts_ntid;
 	size_t is_size, is_next, is_threads, is_main, is_modules, is_sysdict, is_builtins,
 		is_ceval_gil, is_gil, gil_enabled, gil_locked, gil_holder;
+	struct asyncio_dbg adbg;	/* the AsyncioDebug section (3.14+) */
+	size_t tsimpl_size, task_size, task_coro, task_name, coro_basicsize, cr_qualname,
+		cr_iframe, cr_name, tp_basicsize, tp_base;
 };
 
 #define FILL(SFX, o, ft) do {								\
@@ -451,6 +520,39 @@ struct offs {
 	o.gil_locked = offsetof(struct gil_##SFX, locked);				\
 	o.gil_holder = offsetof(struct gil_##SFX, last_holder);				\
 	o.ascii_state = ascii_state_##SFX();						\
+	o.tsimpl_size = sizeof(struct tsimpl_##SFX);					\
+	o.task_size = sizeof(struct task_##SFX);					\
+	o.task_coro = offsetof(struct task_##SFX, task_coro);				\
+	o.task_name = offsetof(struct task_##SFX, task_name);				\
+	o.coro_basicsize = offsetof(struct coro_##SFX, cr_iframe) +			\
+		offsetof(struct frame_##SFX, localsplus);				\
+	o.cr_qualname = offsetof(struct coro_##SFX, cr_qualname);			\
+	o.cr_iframe = offsetof(struct coro_##SFX, cr_iframe);				\
+	o.cr_name = offsetof(struct coro_##SFX, cr_name);				\
+	o.tp_basicsize = offsetof(struct type_##SFX, tp_basicsize);			\
+	o.tp_base = offsetof(struct type_##SFX, tp_base);				\
+	o.adbg = (struct asyncio_dbg){							\
+		.asyncio_task_object = {						\
+			.size = sizeof(struct task_##SFX),				\
+			.task_name = offsetof(struct task_##SFX, task_name),		\
+			.task_awaited_by = offsetof(struct task_##SFX, fut_awaited_by), \
+			.task_is_task = offsetof(struct task_##SFX, fut_is_task),	\
+			.task_awaited_by_is_set =					\
+				offsetof(struct task_##SFX, fut_awaited_by_is_set),	\
+			.task_coro = offsetof(struct task_##SFX, task_coro),		\
+			.task_node = offsetof(struct task_##SFX, task_node),		\
+		},									\
+		.asyncio_interpreter_state = { .size = sizeof(struct interp_##SFX) },	\
+		.asyncio_thread_state = {						\
+			.size = sizeof(struct tsimpl_##SFX),				\
+			.asyncio_running_loop =						\
+				offsetof(struct tsimpl_##SFX, asyncio_running_loop),	\
+			.asyncio_running_task =						\
+				offsetof(struct tsimpl_##SFX, asyncio_running_task),	\
+			.asyncio_tasks_head =						\
+				offsetof(struct tsimpl_##SFX, asyncio_tasks_head),	\
+		},									\
+	};										\
 } while (0)
 
 /* The structures of the shape's tag and build. */
@@ -548,7 +650,9 @@ static size_t make_table(const struct shape *s, const struct offs *o, uint8_t *b
 		t.interpreter_frame.tlbc_index = ft ? o->tlbc_index : 0;
 		t.code_object.co_tlbc = ft ? o->tlbc : 0;
 		t.set_object.size = 200;
-		t.gen_object.size = 0xa0;
+		t.gen_object.size = o->cr_iframe + o->frame_size;
+		t.gen_object.gi_name = o->cr_name;
+		t.gen_object.gi_iframe = o->cr_iframe;
 		t.llist_node.prev = 8;
 		memcpy(buf, &t, sizeof(t));
 		return sizeof(t);
@@ -560,12 +664,14 @@ static size_t make_table(const struct shape *s, const struct offs *o, uint8_t *b
 	t.interpreter_frame.stackpointer = o->stackpointer;
 	t.interpreter_frame.tlbc_index = ft ? o->tlbc_index : 0;
 	t.code_object.co_tlbc = ft ? o->tlbc : 0;
-	t.type_object.tp_basicsize = o->tp_name + 8;
+	t.type_object.tp_basicsize = o->tp_basicsize;
 	t.heap_type_object.size = o->type_size + 64;
 	t.heap_type_object.ht_cached_keys = o->type_size + 8;
 	t.unicode_object.compactunicodeobject_size = o->ascii_size + 16;
 	t.set_object.size = 200;
-	t.gen_object.size = 0xa0;
+	t.gen_object.size = o->cr_iframe + o->frame_size;
+	t.gen_object.gi_name = o->cr_name;
+	t.gen_object.gi_iframe = o->cr_iframe;
 	t.llist_node.prev = 8;
 	memcpy(buf, &t, sizeof(t));
 	return sizeof(t);
@@ -584,6 +690,8 @@ struct program {
 	struct offs o;
 	const struct shape *s;
 	uint64_t runtime, interp, ts[2], str_type, leaf1, leaf2;
+	uint64_t work, mainc, helper, run;	/* code objects */
+	uint64_t task[2];			/* 3.14+: each thread's running task */
 	size_t table_len;
 };
 
@@ -665,7 +773,7 @@ static uint64_t make_copy(struct program *p, uint64_t code)
 
 static uint64_t make_tstate(struct program *p, uint64_t ntid, uint64_t frame, uint64_t next)
 {
-	uint64_t t = img_alloc(&p->im, p->o.ts_size);
+	uint64_t t = img_alloc(&p->im, p->o.tsimpl_size);
 
 	put64(&p->im, t + p->o.ts_interp, p->interp);
 	put64(&p->im, t + p->o.ts_frame, frame);
@@ -673,6 +781,94 @@ static uint64_t make_tstate(struct program *p, uint64_t ntid, uint64_t frame, ui
 	put64(&p->im, t + p->o.ts_tid, 0x7f0000001000ull + ntid);
 	put64(&p->im, t + p->o.ts_next, next);
 	return t;
+}
+
+/* ---- asyncio (3.14+) -------------------------------------------------- */
+
+#define ASYNCIO_SO	"/opt/py/lib/python3.14/lib-dynload/_asyncio.cpython-314-x86_64-linux-gnu.so"
+#define ASYNCIO_MAPS	"7f1300000000-7f1300001000 r--p 00000000 08:01 42 " ASYNCIO_SO "\n"
+
+/* A minimal ELF file holding one section, as the _asyncio module holds
+ * .AsyncioDebug: header, the section's bytes, the names, three section
+ * headers (none, the section, the names). Its size, or 0. */
+static size_t make_elf(uint8_t *out, size_t cap, const void *sec, size_t len)
+{
+	static const char names[] = "\0" PYASYNCIO_SECTION "\0.shstrtab";
+	size_t off_names = sizeof(Elf64_Ehdr) + len;
+	size_t off_sh = (off_names + sizeof(names) + 7) & ~(size_t)7;
+	Elf64_Ehdr eh = { .e_type = ET_DYN, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+			  .e_shoff = off_sh, .e_ehsize = sizeof(Elf64_Ehdr),
+			  .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 3, .e_shstrndx = 2 };
+	Elf64_Shdr sh[3] = {
+		{ 0 },
+		{ .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC | SHF_WRITE,
+		  .sh_offset = sizeof(Elf64_Ehdr), .sh_size = len, .sh_addralign = 8 },
+		{ .sh_name = 2 + sizeof(PYASYNCIO_SECTION) - 1, .sh_type = SHT_STRTAB,
+		  .sh_offset = off_names, .sh_size = sizeof(names), .sh_addralign = 1 },
+	};
+
+	if (off_sh + sizeof(sh) > cap)
+		return 0;
+	memset(out, 0, off_sh + sizeof(sh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	memcpy(out, &eh, sizeof(eh));
+	memcpy(out + sizeof(eh), sec, len);
+	memcpy(out + off_names, names, sizeof(names));
+	memcpy(out + off_sh, sh, sizeof(sh));
+	return off_sh + sizeof(sh);
+}
+
+/* A coroutine whose frame runs code (f_executable a tagged reference). */
+static uint64_t make_coro(struct program *p, uint64_t type, uint64_t code, const char *qualname)
+{
+	const struct offs *o = &p->o;
+	uint64_t c = img_alloc(&p->im, o->coro_basicsize + 16);
+
+	put64(&p->im, c + o->ob_type, type);
+	put64(&p->im, c + o->cr_qualname, make_str(p, qualname));
+	put64(&p->im, c + o->cr_iframe + o->executable, code | 1);
+	return c;
+}
+
+static uint64_t make_task(struct program *p, uint64_t type, uint64_t name, uint64_t coro)
+{
+	uint64_t t = img_alloc(&p->im, p->o.task_size);
+
+	put64(&p->im, t + p->o.ob_type, type);
+	put64(&p->im, t + p->o.task_name, name);
+	put64(&p->im, t + p->o.task_coro, coro);
+	return t;
+}
+
+/*
+ * Thread 1 runs the task "fetch-users", an _asyncio.Task, of coroutine
+ * Worker.work; thread 2 a task of a Task subclass left with its default
+ * name (an int until get_name() formats it), of coroutine helper. The
+ * _asyncio module is mapped and its file holds the section.
+ */
+static void make_asyncio(struct program *p)
+{
+	const struct offs *o = &p->o;
+	uint64_t task_t = make_type(p, "_asyncio.Task"), sub_t = make_type(p, "MyTask");
+	uint64_t coro_t = make_type(p, "coroutine"), int_t = make_type(p, "int");
+	uint64_t n = img_alloc(&p->im, o->obj_size + 16);
+
+	put64(&p->im, task_t + o->tp_basicsize, o->task_size);
+	put64(&p->im, sub_t + o->tp_basicsize, o->task_size + 16);
+	put64(&p->im, sub_t + o->tp_base, task_t);
+	put64(&p->im, coro_t + o->tp_basicsize, o->coro_basicsize);
+	put64(&p->im, n + o->ob_type, int_t);
+	p->task[0] = make_task(p, task_t, make_str(p, "fetch-users"),
+			       make_coro(p, coro_t, p->work, "Worker.work"));
+	p->task[1] = make_task(p, sub_t, n, make_coro(p, coro_t, p->helper, "helper"));
+	for (int i = 0; i < 2; i++)
+		put64(&p->im, p->ts[i] + o->adbg.asyncio_thread_state.asyncio_running_task,
+		      p->task[i]);
+	p->im.maps = ASYNCIO_MAPS;
+	p->im.elf_len = make_elf(p->im.elf, sizeof(p->im.elf), &o->adbg, sizeof(o->adbg));
 }
 
 /*
@@ -692,6 +888,8 @@ static void make_program(struct program *p, const struct shape *s, int gil_enabl
 
 	memset(p->im.mem, 0, IMG_SIZE);
 	p->im.used = 0;
+	p->im.maps = NULL;
+	p->im.elf_len = 0;
 	p->s = s;
 	fill_offs(&p->o, s);
 	p->runtime = img_alloc(&p->im, RUNTIME_SIZE);
@@ -726,6 +924,12 @@ static void make_program(struct program *p, const struct shape *s, int gil_enabl
 	put64(&p->im, g + o->gil_holder, p->ts[0]);
 	if (s->ft)
 		put32(&p->im, g + o->gil_enabled, (uint32_t)gil_enabled);
+	p->work = work;
+	p->mainc = mainc;
+	p->helper = helper;
+	p->run = run;
+	if (s->table >= 314)
+		make_asyncio(p);
 	p->table_len = make_table(s, o, at(&p->im, p->runtime), RUNTIME_SIZE, RUNTIME_IHEAD);
 }
 
@@ -995,6 +1199,133 @@ static void test_refusals(struct program *p)
 	}
 }
 
+/* ---- asyncio task labels (3.14+) --------------------------------------- */
+
+static int asyncio_target(struct program *p, const struct shape *s, struct py_layout *l,
+			  struct py_target *t, struct target_src *src)
+{
+	char err[512];
+
+	if (choose(p, s->file, s->hex, l, err, sizeof(err))) {
+		check(0, "%s: layout chosen for asyncio: %s", s->name, err);
+		return -1;
+	}
+	make_target(p, l, t, src);
+	t->major = 3;
+	t->minor = s->hex >> 16 & 0xff;
+	return 0;
+}
+
+static void test_asyncio(struct program *p, const struct shape *s)
+{
+	char buf[PYASYNCIO_LABEL_MAX] = "";
+	struct pyasyncio_cache *c;
+	struct target_src src;
+	struct py_target t;
+	struct py_layout l;
+	uint64_t code = 0, codes[2];
+	const char *a, *b;
+	int r;
+
+	make_program(p, s, 1);
+	if (asyncio_target(p, s, &l, &t, &src))
+		return;
+	r = pyasyncio_task(&t, p->ts[0], buf, sizeof(buf), &code);
+	check(r == 0 && strcmp(buf, "fetch-users") == 0 && code == p->work,
+	      "%s: thread 1 asyncio_task=%s (%d, its coroutine's code %s)", s->name, buf, r,
+	      code == p->work ? "Worker.work" : "wrong");
+	buf[0] = 0;
+	r = pyasyncio_task(&t, p->ts[1], buf, sizeof(buf), &code);
+	check(r == 0 && strcmp(buf, "Task-* (helper)") == 0 && code == p->helper,
+	      "%s: thread 2 (a Task subclass, default name) asyncio_task=%s (%d)", s->name, buf, r);
+	/* Through the cache: given when the sampled stack holds the task's
+	 * coroutine, not when it does not. */
+	c = pyasyncio_cache_new(16);
+	codes[0] = p->work;
+	codes[1] = p->mainc;
+	a = pyasyncio_cache_task(c, &t, TID1, p->ts[0], codes, 2, 1000);
+	codes[0] = p->run;
+	b = pyasyncio_cache_task(c, &t, TID2, p->ts[1], codes, 1, 1000);
+	check(a && strcmp(a, "fetch-users") == 0 && !b,
+	      "%s: cached label %s for a stack in Worker.work, %s for one outside helper",
+	      s->name, a ? a : "(none)", b ? b : "(none)");
+	pyasyncio_cache_free(c);
+	put64(&p->im, p->ts[1] + p->o.adbg.asyncio_thread_state.asyncio_running_task, 0);
+	r = pyasyncio_task(&t, p->ts[1], buf, sizeof(buf), &code);
+	check(r == 1, "%s: a thread between tasks has no task (%d)", s->name, r);
+}
+
+/* A section changed by one field, parsed against the image's layout. */
+static void section_refused(const struct shape *s, const struct py_layout *l,
+			    const struct asyncio_dbg *d, size_t len, const char *what,
+			    const char *w1, const char *w2, const char *w3)
+{
+	struct pyasyncio_layout al;
+	char err[512] = "", name[96];
+	int r = pyasyncio_debug_parse((const uint8_t *)d, len, l, &al, err, sizeof(err));
+
+	snprintf(name, sizeof(name), "%s: %s", s->name, what);
+	refused(r, err, name, w1, w2, w3);
+}
+
+static void test_asyncio_refusals(struct program *p, const struct shape *s)
+{
+	char w1[64], w2[64], buf[PYASYNCIO_LABEL_MAX];
+	struct asyncio_dbg d;
+	struct target_src src;
+	struct py_target t;
+	struct py_layout l, l2;
+	uint64_t code;
+	int r;
+
+	make_program(p, s, 1);
+	if (asyncio_target(p, s, &l, &t, &src))
+		return;
+	d = p->o.adbg;
+	d.asyncio_interpreter_state.size += 8;
+	snprintf(w1, sizeof(w1), "size is %llu", (unsigned long long)d.asyncio_interpreter_state.size);
+	snprintf(w2, sizeof(w2), "interpreter_state.size is %u", l.interp_size);
+	section_refused(s, &l, &d, sizeof(d), "section of another build",
+			"asyncio_interpreter_state.size", w1, w2);
+	d = p->o.adbg;
+	d.asyncio_thread_state.asyncio_running_task += 8;
+	section_refused(s, &l, &d, sizeof(d), "running task not next to the running loop",
+			"asyncio_running_task", "asyncio_running_loop + 8", NULL);
+	d = p->o.adbg;
+	d.asyncio_task_object.task_name += 8;
+	section_refused(s, &l, &d, sizeof(d), "task_name not next to task_coro", "task_name",
+			"task_coro + 8", NULL);
+	section_refused(s, &l, &p->o.adbg, 96, "truncated section", "96 bytes", "104", NULL);
+	l2 = l;
+	l2.obj.type_flags += 8;
+	snprintf(w1, sizeof(w1), "tp_flags is %u", l2.obj.type_flags);
+	section_refused(s, &l2, &p->o.adbg, sizeof(d), "PyTypeObject not as at v3.14.0",
+			"type_object.tp_flags", w1, "tp_name + 144");
+	l2 = l;
+	l2.gen_iframe = PYPERF_NO_FIELD;
+	section_refused(s, &l2, &p->o.adbg, sizeof(d), "no gen_object in _Py_DebugOffsets",
+			"gen_object", NULL, NULL);
+
+	/* End to end: each gives no label (-1), never a wrong one. */
+	put64(&p->im, rd64(p, p->task[0] + p->o.ob_type) + p->o.tp_basicsize,
+	      p->o.task_size + 8);
+	r = pyasyncio_task(&t, p->ts[0], buf, sizeof(buf), &code);
+	check(r == -1, "%s: an _asyncio.Task of another size gives no label (%d)", s->name, r);
+	make_program(p, s, 1);
+	p->im.elf_len = 0;
+	p->im.maps = "7f1300000000-7f1300001000 r--p 00000000 08:01 42 /opt/py/bin/python3\n";
+	r = pyasyncio_task(&t, p->ts[0], buf, sizeof(buf), &code);
+	check(r == -1, "%s: no _asyncio module mapped (asyncio not imported) gives no label (%d)",
+	      s->name, r);
+	make_program(p, s, 1);
+	d = p->o.adbg;
+	d.asyncio_thread_state.size = 8;
+	p->im.elf_len = make_elf(p->im.elf, sizeof(p->im.elf), &d, sizeof(d));
+	r = pyasyncio_task(&t, p->ts[0], buf, sizeof(buf), &code);
+	check(r == -1, "%s: a module whose section fails its checks gives no label (%d)",
+	      s->name, r);
+}
+
 /* The rows themselves: one per version and build, no row without its
  * behaviour, and the chooser refuses versions without one. */
 static void test_rows(struct program *p)
@@ -1029,6 +1360,12 @@ int main(void)
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		test_shape(&p, &shapes[i]);
 	test_refusals(&p);
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if (shapes[i].table < 314)
+			continue;
+		test_asyncio(&p, &shapes[i]);
+		test_asyncio_refusals(&p, &shapes[i]);
+	}
 	test_rows(&p);
 	free(p.im.mem);
 	printf("%u passed, %u failed\n", passed, failed);
