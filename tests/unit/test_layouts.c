@@ -17,8 +17,9 @@
  * Negative images must give a one-line refusal naming the field and both
  * values.
  *
- * Not covered: thread names (3.14+ tables lack the dict internals they
- * need; the profiler falls back to the kernel's comm).
+ * Not covered: thread names on 3.14+ (the tables lack the dict internals
+ * threading._active needs; the profiler falls back to the kernel's comm,
+ * which 3.14's threading.Thread sets to its name).
  */
 #include "elffile.h"
 #include "pyasyncio.h"
