@@ -12,7 +12,8 @@
 #include "pyoffsets.h"
 
 /* Bytes worth reading from the start of _PyRuntime: every known table is
- * far smaller (3.13: 584, 3.14: 760), and _PyRuntime itself is far bigger. */
+ * far smaller (3.13: 584, 3.14: 760, 3.15: 888 bytes), and _PyRuntime itself
+ * is far bigger. */
 #define PY_DEBUG_OFFSETS_READ	4096
 
 /* Oldest minor version that has the table. */

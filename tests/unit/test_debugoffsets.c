@@ -46,7 +46,8 @@ struct dbg313 {
 };
 _Static_assert(sizeof(struct dbg313) == 584, "3.13.0's table is 584 bytes (gdb ptype/o)");
 
-/* Include/internal/pycore_debug_offsets.h, 3.14 branch. */
+/* struct _Py_DebugOffsets, Include/internal/pycore_debug_offsets.h at tag
+ * v3.14.0 (the same at v3.14.1 to v3.14.7). */
 struct dbg314 {
 	char cookie[8];
 	uint64_t version, free_threaded;

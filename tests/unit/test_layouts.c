@@ -307,6 +307,12 @@ struct dbg313 {
 	struct { uint64_t size, collecting; } gc;
 };
 
+/* The slot counts of the three tags' structs (src/python/check-rows.py). */
+_Static_assert(sizeof(struct dbg313) == 73 * 8, "v3.13.0: 73 slots");
+_Static_assert(sizeof(struct dbg314) == 95 * 8, "v3.14.0: 95 slots");
+_Static_assert(sizeof(struct dbg315) == 111 * 8, "v3.15.0rc1: 111 slots");
+_Static_assert(sizeof(struct asyncio_dbg) == PYASYNCIO_SECTION_LEN, "13 slots");
+
 /* ---- results ---------------------------------------------------------- */
 
 static unsigned passed, failed;
