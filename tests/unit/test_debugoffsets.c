@@ -8,87 +8,13 @@
  */
 #include "pydebugoffsets.h"
 #include "pyoffsets.h"
+#include "debug_offsets_tags.h"
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Include/internal/pycore_runtime.h, v3.13.0. */
-struct dbg313 {
-	char cookie[8];
-	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict,
-			builtins, ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
-			gil_runtime_state_locked, gil_runtime_state_holder;
-	} interpreter_state;
-	struct {
-		uint64_t size, prev, next, interp, current_frame, thread_id,
-			native_thread_id, datastack_chunk, status;
-	} thread_state;
-	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-	struct {
-		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive;
-	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-	struct { uint64_t size, collecting; } gc;
-};
-_Static_assert(sizeof(struct dbg313) == 584, "3.13.0's table is 584 bytes (gdb ptype/o)");
-
-/* struct _Py_DebugOffsets, Include/internal/pycore_debug_offsets.h at tag
- * v3.14.0 (the same at v3.14.1 to v3.14.7). */
-struct dbg314 {
-	char cookie[8];
-	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		uint64_t size, id, next, threads_head, threads_main, gc, imports_modules,
-			sysdict, builtins, ceval_gil, gil_runtime_state,
-			gil_runtime_state_enabled, gil_runtime_state_locked,
-			gil_runtime_state_holder, code_object_generation, tlbc_generation;
-	} interpreter_state;
-	struct {
-		uint64_t size, prev, next, interp, current_frame, thread_id,
-			native_thread_id, datastack_chunk, status;
-	} thread_state;
-	struct {
-		uint64_t size, previous, executable, instr_ptr, localsplus, owner,
-			stackpointer, tlbc_index;
-	} interpreter_frame;
-	struct {
-		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive, co_tlbc;
-	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-	struct { uint64_t size, used, table, mask; } set_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-	struct { uint64_t size, collecting; } gc;
-	struct { uint64_t size, gi_name, gi_iframe, gi_frame_state; } gen_object;
-	struct { uint64_t next, prev; } llist_node;
-	struct {
-		uint64_t eval_breaker, remote_debugger_support, remote_debugging_enabled,
-			debugger_pending_call, debugger_script_path,
-			debugger_script_path_size;
-	} debugger_support;
-};
-_Static_assert(sizeof(struct dbg314) == 760, "3.14's table is 760 bytes");
 
 /* The values in the .data of 3.13.0's libpython3.13.so
  * (gdb: print _PyRuntime.debug_offsets). */

@@ -24,6 +24,7 @@
 #include "elffile.h"
 #include "pyasyncio.h"
 #include "pyasyncio_debug.h"
+#include "debug_offsets_tags.h"
 #include "pylayout.h"
 #include "pyoffsets.h"
 #include "proc.h"
@@ -159,159 +160,21 @@ static uint32_t ascii_state_##SFX(void)						\
 	return w;								\
 }
 
+/*
+ * In DEFINE: TaskObj (FutureObj_HEAD, task_tid under Py_GIL_DISABLED),
+ * Modules/_asynciomodule.c at v3.14.0 and v3.15.0rc1; PyCoroObject
+ * (_PyGenObject_HEAD, _PyErr_StackItem), Include/internal/
+ * pycore_interpframe_structs.h and Include/cpython/pystate.h at the same
+ * tags; _PyThreadStateImpl (pycore_tstate.h) is a model like
+ * PyThreadState: base, then the members up to the asyncio ones.
+ */
 DEFINE(t313, HEAD_FT, STATE_BITS, , , FRAME_313, int32_t enabled;, uint64_t task_tid;)
 DEFINE(g314, HEAD_GIL, STATE_BITS, CODE_314, , FRAME_314(), , )
 DEFINE(t314, HEAD_FT, STATE_FT314, CODE_314, uint64_t co_tlbc;, FRAME_314(int32_t tlbc_index;),
        int32_t enabled;, uint64_t task_tid;)
 
-/*
- * TaskObj (FutureObj_HEAD, task_tid under Py_GIL_DISABLED) and struct
- * _Py_AsyncioModuleDebugOffsets, Modules/_asynciomodule.c at v3.14.0 and
- * v3.15.0rc1; PyCoroObject (_PyGenObject_HEAD, _PyErr_StackItem),
- * Include/internal/pycore_interpframe_structs.h and Include/cpython/
- * pystate.h at the same tags; _PyThreadStateImpl (pycore_tstate.h) is a
- * model like PyThreadState: base, then the members up to the asyncio ones.
- */
-struct asyncio_dbg {
-	struct {
-		uint64_t size, task_name, task_awaited_by, task_is_task,
-			task_awaited_by_is_set, task_coro, task_node;
-	} asyncio_task_object;
-	struct { uint64_t size, asyncio_tasks_head; } asyncio_interpreter_state;
-	struct {
-		uint64_t size, asyncio_running_loop, asyncio_running_task,
-			asyncio_tasks_head;
-	} asyncio_thread_state;
-};
-
 /* _PyCodeArray, Include/cpython/code.h at v3.14.0 (free-threaded). */
 struct code_array { int64_t size; uint64_t entries[2]; };
-
-/* struct _Py_DebugOffsets, Include/internal/pycore_debug_offsets.h at
- * tag v3.14.0 (identical at v3.14.1 to v3.14.7). */
-struct dbg314 {
-	char cookie[8];
-	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		uint64_t size, id, next, threads_head, threads_main, gc, imports_modules,
-			sysdict, builtins, ceval_gil, gil_runtime_state,
-			gil_runtime_state_enabled, gil_runtime_state_locked,
-			gil_runtime_state_holder, code_object_generation, tlbc_generation;
-	} interpreter_state;
-	struct {
-		uint64_t size, prev, next, interp, current_frame, thread_id,
-			native_thread_id, datastack_chunk, status;
-	} thread_state;
-	struct {
-		uint64_t size, previous, executable, instr_ptr, localsplus, owner,
-			stackpointer, tlbc_index;
-	} interpreter_frame;
-	struct {
-		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive, co_tlbc;
-	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-	struct { uint64_t size, used, table, mask; } set_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-	struct { uint64_t size, collecting; } gc;
-	struct { uint64_t size, gi_name, gi_iframe, gi_frame_state; } gen_object;
-	struct { uint64_t next, prev; } llist_node;
-	struct {
-		uint64_t eval_breaker, remote_debugger_support, remote_debugging_enabled,
-			debugger_pending_call, debugger_script_path,
-			debugger_script_path_size;
-	} debugger_support;
-};
-
-/* The same header at tag v3.15.0rc1. */
-struct dbg315 {
-	char cookie[8];
-	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		uint64_t size, id, next, threads_head, threads_main, gc, imports_modules,
-			sysdict, builtins, ceval_gil, gil_runtime_state,
-			gil_runtime_state_enabled, gil_runtime_state_locked,
-			gil_runtime_state_holder, code_object_generation, tlbc_generation;
-	} interpreter_state;
-	struct {
-		uint64_t size, prev, next, interp, current_frame, base_frame,
-			last_profiled_frame, last_profiled_frame_seq, thread_id,
-			native_thread_id, datastack_chunk, status, holds_gil,
-			gil_requested, current_exception, exc_state;
-	} thread_state;
-	struct { uint64_t exc_value; } err_stackitem;
-	struct {
-		uint64_t size, previous, executable, instr_ptr, localsplus, owner,
-			stackpointer, tlbc_index;
-	} interpreter_frame;
-	struct {
-		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive, co_tlbc;
-	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags, tp_basicsize, tp_dictoffset; } type_object;
-	struct { uint64_t size, ht_cached_keys; } heap_type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-	struct { uint64_t size, used, table, mask; } set_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size, compactunicodeobject_size; } unicode_object;
-	struct { uint64_t size, collecting, frame, generation_stats_size, generation_stats; } gc;
-	struct { uint64_t size, gi_name, gi_iframe, gi_frame_state; } gen_object;
-	struct { uint64_t next, prev; } llist_node;
-	struct {
-		uint64_t eval_breaker, remote_debugger_support, remote_debugging_enabled,
-			debugger_pending_call, debugger_script_path,
-			debugger_script_path_size;
-	} debugger_support;
-};
-
-/* struct _Py_DebugOffsets, Include/internal/pycore_runtime.h at tag
- * v3.13.0 (the 3.13t table). */
-struct dbg313 {
-	char cookie[8];
-	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict,
-			builtins, ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
-			gil_runtime_state_locked, gil_runtime_state_holder;
-	} interpreter_state;
-	struct {
-		uint64_t size, prev, next, interp, current_frame, thread_id,
-			native_thread_id, datastack_chunk, status;
-	} thread_state;
-	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-	struct {
-		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive;
-	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object, list_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-	struct { uint64_t size, collecting; } gc;
-};
-
-/* The slot counts of the three tags' structs (src/python/check-rows.py). */
-_Static_assert(sizeof(struct dbg313) == 73 * 8, "v3.13.0: 73 slots");
-_Static_assert(sizeof(struct dbg314) == 95 * 8, "v3.14.0: 95 slots");
-_Static_assert(sizeof(struct dbg315) == 111 * 8, "v3.15.0rc1: 111 slots");
-_Static_assert(sizeof(struct asyncio_dbg) == PYASYNCIO_SECTION_LEN, "13 slots");
 
 /* ---- results ---------------------------------------------------------- */
 
