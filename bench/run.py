@@ -42,7 +42,15 @@ Measured for a single-threaded and a 4-thread CPU-bound workload
 Environment: BENCH_QUICK=1, BENCH_SESSIONS, BENCH_SCALE (multiplies the
 work per piece), BENCH_NICE (default -10), BENCH_PIN=0 (do not pin targets
 to the last CPU and tools to the others), BENCH_PY311, BENCH_PY38,
-BENCH_SEED, BENCH_KEEP=1 (keep the work directory and outputs).
+BENCH_SEED, BENCH_KEEP=1 (keep the work directory and outputs),
+BENCH_ONLY=deep (only the deep-program section and its budgets, ~2 min,
+written to bench-deep/BENCHMARKS.md under the current directory).
+
+The deep program (issue 14's budgets): Debian's black formatting standard
+library modules (bench/workloads/deep.py; apt-get install black), under
+each pyperf-pprof mode at 99 and 999 Hz: tool CPU per extra sample, BPF
+time per sample, record size, loss, RSS; and loss at -F 19999 with one
+such target per CPU.
 """
 
 import argparse
@@ -91,6 +99,20 @@ BUDGETS = {
     "total_rate": 10000,      # samples/s total with zero lost, --no-native
     "rss_mib": 64.0,
 }
+# The deep program (bench/workloads/deep.py): one unit formats one stdlib
+# module, 10 units about 3.5 s of CPU with Debian's 3.11.
+DEEP_UNITS, DEEP_REPS = (6, 1) if QUICK else (10, 2)
+DEEP_RATES, DEEP_MAXRATE = [99, 999], 19999
+DEEP_MODES = ((True, "user"), (True, "kernel"), (False, "user"))
+DEEP_BUDGETS = {            # issue 14, on the deep program at 1 ms
+    "pyperf-native": 10.0,  # us per sample, native merged (today's default)
+    "pyperf-kernel": 10.0,  # us per sample, native unwound in BPF
+    "pyperf-nonative": 5.0,  # us per sample, Python-only
+    "bpf": 8.0,             # us per sample, BPF program with native unwinding
+    "record_bytes": 1024,
+    "rss_mib": 32.0,
+}
+ONLY = os.environ.get("BENCH_ONLY", "")
 NOISY_BACKGROUND = 0.25       # CPUs busy with other work: timings disturbed
 
 children = []                 # Popen objects still to reap on an abort
@@ -287,7 +309,7 @@ def pinned(kind):
     """preexec_fn pinning to PIN[kind], or to the CPU set given."""
     cpus = PIN[kind] if isinstance(kind, str) else kind
     return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-NTHREADS = {"cpu": 1, "threads": 5}
+NTHREADS = {"cpu": 1, "threads": 5, "deep": 1}
 
 
 class Workload:
@@ -649,15 +671,17 @@ def summarize_group(g, fixed, early):
     g["piece_med"] = med(piece)
 
 
-def run_once(ctx, py, units, tool, nprocs=1, idle_seconds=None, spread=False):
+def run_once(ctx, py, units, tool, nprocs=1, idle_seconds=None, spread=False,
+             workload="cpu"):
     """--wait mode: nprocs cpu workloads (and a tool) start, go, finish.
     idle_seconds: leave the target idle that long, then stop the tool
     (its fixed cost), while a process that is not a target keeps the
     target's CPU busy (the BPF program's cost on other processes' events).
-    spread: target k pinned to CPU k, the tool anywhere (all CPUs busy)."""
+    spread: target k pinned to CPU k, the tool anywhere (all CPUs busy).
+    workload: the targets' program (bench/workloads/NAME.py)."""
     cpus = sorted(os.sched_getaffinity(0))
     pins = [{cpus[k % len(cpus)]} if spread else "target" for k in range(nprocs)]
-    ws = [Workload(ctx, py, "cpu", 0 if idle_seconds else units, pin=pins[k])
+    ws = [Workload(ctx, py, workload, 0 if idle_seconds else units, pin=pins[k])
           for k in range(nprocs)]
     res = {}
     other = None
@@ -743,6 +767,151 @@ def max_rate(ctx, py, units, rates, native, unwind="user"):
     return out
 
 
+def deep_program(ctx, py):
+    """Issue 14's budgets: the deep program under each pyperf-pprof mode at
+    each of DEEP_RATES (DEEP_REPS times, shuffled), then at DEEP_MAXRATE
+    with one target per CPU for the loss. Returns {"runs": {mode: {hz:
+    [run]}}, "maxrate": {mode: run}}."""
+    if subprocess.run([py, "-c", "import black"], capture_output=True).returncode:
+        log("deep program skipped: black is not importable by %s (apt-get install black)" % py)
+        return None
+    todo = [(n, u, hz) for _ in range(DEEP_REPS) for hz in DEEP_RATES for n, u in DEEP_MODES]
+    ctx.rng.shuffle(todo)
+    runs, maxrate = {}, {}
+    for native, unwind, hz in todo:
+        t = Tool("pyperf", hz, native, unwind)
+        r = run_once(ctx, py, DEEP_UNITS, t, workload="deep")
+        runs.setdefault(t.key, {}).setdefault(str(hz), []).append(r)
+        log("deep %s -F %d: %.2f s CPU, %s samples, %d lost" % (
+            t.key, hz, r["tool_cpu"], r["samples"], r["lost"]))
+    ncpu = len(os.sched_getaffinity(0))
+    for native, unwind in DEEP_MODES:
+        if not native:
+            continue
+        t = Tool("pyperf", DEEP_MAXRATE, native, unwind)
+        if DEEP_MAXRATE > int(sysctl_get("kernel.perf_event_max_sample_rate")):
+            maxrate[t.key] = {"skipped": "kernel.perf_event_max_sample_rate"}
+            continue
+        r = run_once(ctx, py, max(1, DEEP_UNITS // 2), t, nprocs=ncpu, spread=True,
+                     workload="deep")
+        r["rate"], r["nprocs"] = (r["samples"] or 0) / r["elapsed"], ncpu
+        maxrate[t.key] = r
+        log("deep %s -F %d x %d targets: %s samples, %d lost" % (
+            t.key, DEEP_MAXRATE, ncpu, r["samples"], r["lost"]))
+    return {"runs": runs, "maxrate": maxrate, "units": DEEP_UNITS}
+
+
+def deep_rows(res):
+    """One row per mode and rate of the deep program, medians over reps."""
+    d = res.get("deep")
+    if not d:
+        return []
+    rows = []
+    order = [Tool("pyperf", 0, n, u).key for n, u in DEEP_MODES]
+    for mode, by_hz in sorted(d["runs"].items(), key=lambda kv: order.index(kv[0])):
+        lo = by_hz.get(str(min(DEEP_RATES)), [])
+        for hz in sorted(by_hz, key=int):
+            xs = [x for x in by_hz[hz] if x.get("samples")]
+            fx = res.get("fixed", {}).get("%s/%s" % (res["main_python"], mode))
+            early = early_for(res.get("early_ns", {}), res["main_python"], mode, int(hz))
+            hi = by_hz[hz] if int(hz) != min(DEEP_RATES) else by_hz.get(
+                str(sorted(DEEP_RATES)[1]), [])
+            slope = med([(y["tool_cpu"] - x["tool_cpu"]) / (y["samples"] - x["samples"]) * 1e6
+                         for x, y in zip(lo, hi) if x.get("samples") and y.get("samples")
+                         and y["samples"] > x["samples"]])
+            rows.append({
+                "mode": mode, "hz": int(hz), "runs": len(xs),
+                "samples": med([x["samples"] for x in xs]),
+                "lost": sum(x["lost"] for x in by_hz[hz]),
+                "raw": med([x["tool_cpu"] / x["samples"] * 1e6 for x in xs]),
+                "less_fixed": None if fx is None else med(
+                    [(x["tool_cpu"] - fx) / x["samples"] * 1e6 for x in xs]),
+                "slope": slope,
+                "bpf": med([bpf_per_sample_us(x, early) for x in xs]),
+                "early_known": early is not None,
+                "record_bytes": med([x.get("record_bytes") for x in xs]),
+                "rss_mib": max([x["maxrss_kib"] for x in by_hz[hz]] or [0]) / 1024})
+    return rows
+
+
+def deep_budget_lines(res):
+    """Issue 14's budget lines on the deep program."""
+    rows = [r for r in deep_rows(res) if r["hz"] == max(DEEP_RATES)]
+    lines = []
+    what = {"pyperf-native": "native, --unwind user (default)",
+            "pyperf-kernel": "native, --unwind kernel", "pyperf-nonative": "--no-native"}
+    for r in rows:
+        lim = DEEP_BUDGETS[r["mode"]]
+        v = r["slope"]
+        lines.append(("deep program: profiler CPU ≤ %g µs/sample, %s, 1 ms" % (lim, what[r["mode"]]),
+                      "%s µs per extra sample (%d→%d Hz); less fixed %s µs; raw %s µs"
+                      % (fmt(v), min(DEEP_RATES), r["hz"], fmt(r["less_fixed"]), fmt(r["raw"])),
+                      v is not None and v <= lim))
+    for r in rows:
+        if r["mode"] == "pyperf-nonative":
+            continue
+        lim = DEEP_BUDGETS["bpf"]
+        lines.append(("deep program: BPF ≤ %g µs/sample, %s, 1 ms" % (lim, what[r["mode"]]),
+                      "%s µs per target sample%s" % (
+                          fmt(r["bpf"], "%.2f"), "" if r["early_known"] else
+                          " (other processes' runs not taken off: an upper bound)"),
+                      r["bpf"] is not None and r["bpf"] <= lim))
+    for r in rows:
+        if r["mode"] == "pyperf-kernel" and r["record_bytes"]:
+            lim = DEEP_BUDGETS["record_bytes"]
+            lines.append(("deep program: records ≤ %d bytes on average, --unwind kernel" % lim,
+                          "%d bytes" % r["record_bytes"], r["record_bytes"] <= lim))
+    d = res.get("deep") or {}
+    for mode, x in sorted(d.get("maxrate", {}).items()):
+        if "skipped" in x:
+            lines.append(("deep program: 0 lost at -F %d per CPU, %s" % (DEEP_MAXRATE, what[mode]),
+                          "skipped: %s" % x["skipped"], None))
+            continue
+        lines.append(("deep program: 0 lost at -F %d per CPU, %s (one target per CPU)"
+                      % (DEEP_MAXRATE, what[mode]),
+                      "%d lost of %d (%.0f samples/s written)" % (
+                          x["lost"], x["lost"] + (x["samples"] or 0), x["rate"]),
+                      x["lost"] == 0 and not x.get("rc")))
+    rss = [r["rss_mib"] for r in deep_rows(res)]
+    rss += [x["maxrss_kib"] / 1024 for x in d.get("maxrate", {}).values() if "maxrss_kib" in x]
+    if rss:
+        lines.append(("deep program: profiler peak RSS ≤ %g MiB (all its runs)"
+                      % DEEP_BUDGETS["rss_mib"],
+                      "%.1f MiB" % max(rss), max(rss) <= DEEP_BUDGETS["rss_mib"]))
+    return lines
+
+
+def deep_markdown(res):
+    rows = deep_rows(res)
+    if not rows:
+        return []
+    d = res["deep"]
+    L = ["## Deep real program", "",
+         "Debian's `black` formatting %d standard-library modules in memory "
+         "(`bench/workloads/deep.py`, %s), target pinned like the overhead runs, "
+         "%d run(s) per mode and rate. *Per extra sample*: (tool CPU at %d Hz − at %d Hz) / "
+         "(samples at %d − at %d), start-up and per-stack one-off costs cancel; *less fixed*: "
+         "less the CPU with an idle target; *BPF µs/sample*: run time less other processes' "
+         "early returns, per target sample. Loss: one such target per CPU at -F %d."
+         % (d["units"], res["main_python"], DEEP_REPS, max(DEEP_RATES), min(DEEP_RATES),
+            max(DEEP_RATES), min(DEEP_RATES), DEEP_MAXRATE), "",
+         "| mode | Hz | samples | lost | tool µs/sample raw | less fixed | per extra sample | "
+         "BPF µs/sample | record bytes | peak RSS MiB |",
+         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in rows:
+        L.append("| %s | %d | %s | %d | %s | %s | %s | %s | %s | %.1f |" % (
+            r["mode"], r["hz"], fmt(r["samples"], "%.0f"), r["lost"], fmt(r["raw"]),
+            fmt(r["less_fixed"]), fmt(r["slope"]), fmt(r["bpf"], "%.2f"),
+            fmt(r["record_bytes"], "%d"), r["rss_mib"]))
+    for mode, x in sorted(d.get("maxrate", {}).items()):
+        if "skipped" not in x:
+            L.append("| %s, %d targets | %d | %s | %d | %s | – | – | – | %s | %.1f |" % (
+                mode, x.get("nprocs", 2), DEEP_MAXRATE, x["samples"], x["lost"],
+                fmt(x["tool_cpu"] / x["samples"] * 1e6 if x.get("samples") else None),
+                fmt(x.get("record_bytes"), "%d"), x["maxrss_kib"] / 1024))
+    return L + [""]
+
+
 # ---------------------------------------------------------------- report
 
 def fmt(x, spec="%.1f", none="–"):
@@ -800,6 +969,8 @@ def budget_lines(res):
                           "%s µs per target sample less the other runs" % (
                               raw, 100.0 * x["bpf_events"] / x["bpf_run_cnt"], fmt(v, "%.2f")),
                           v is not None and v <= lim))
+    if not res["max_rate"]:             # BENCH_ONLY=deep
+        return lines + deep_budget_lines(res)
     # Met when some run wrote at least the budget's samples per second with
     # nothing lost, and no run at a lower -F lost any.
     mr = [x for x in res["max_rate"].get("pyperf-nonative", []) if "skipped" not in x]
@@ -833,10 +1004,11 @@ def budget_lines(res):
         lines.append(("records ≤ %d bytes on average, native unwound in BPF"
                       % BUDGETS["record_bytes"], "%d bytes (cpu workload; max over rates)" % max(rb),
                       max(rb) <= BUDGETS["record_bytes"]))
+    lines += deep_budget_lines(res)
     rss = [r["rss_mib"] for r in rows if r["tool"].startswith("pyperf")]
     rss += [x["maxrss_kib"] / 1024 for v in res["max_rate"].values() for x in v
             if "maxrss_kib" in x]
-    if rss:
+    if rss and rows:
         lines.append(("profiler peak RSS ≤ %g MiB (all runs)" % BUDGETS["rss_mib"],
                       "%.1f MiB" % max(rss), max(rss) <= BUDGETS["rss_mib"]))
     return lines
@@ -845,7 +1017,7 @@ def budget_lines(res):
 def write_markdown(res, path, plot_rel):
     L = []
     m = res["machine"]
-    bgs = [g["background_med"] for g in res["groups"]]
+    bgs = [g["background_med"] for g in res["groups"]] or [0.0]
     noisy = max(bgs) > NOISY_BACKGROUND
     L += ["# pyperf-pprof benchmarks", "",
           "Generated by `make bench` (`bench/run.py`%s); do not edit by hand. "
@@ -871,6 +1043,12 @@ def write_markdown(res, path, plot_rel):
     L += ["", "## Budgets", "", "| budget | measured | |", "|---|---|---|"]
     for what, val, ok in res["budgets"]:
         L.append("| %s | %s | %s |" % (what, val, "**not met**" if ok is False else verdict(ok)))
+    if not res["groups"]:               # BENCH_ONLY=deep
+        L += [""] + deep_markdown(res) + ["## Notes", ""] + ["* " + n for n in res["notes"]]
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(L + [""]))
+        os.replace(path + ".tmp", path)
+        return
     L += ["", "## Overhead", "",
           "*Slowdown*: pieces of fixed work timed by the workload itself, alternately "
           "in a process the tool is attached to (A) and in an identical one it is not "
@@ -920,6 +1098,7 @@ def write_markdown(res, path, plot_rel):
                          fmt(r.get("bpf_target_frac") and r["bpf_target_frac"] * 100, "%.0f%%"),
                          r["rss_mib"], r["out_kib"]))
         L.append("")
+    L += deep_markdown(res)
     L += ["## BPF cost per sample and highest lossless rate", "",
           "One single-threaded `cpu` workload (%s, %d units) pinned to each of the %d "
           "CPUs, one pyperf-pprof for all of them on any CPU, default 8 MiB ring buffer; "
@@ -1050,11 +1229,28 @@ def cpu_model():
 
 def write_outputs(res, md, png):
     res["budgets"] = budget_lines(res)
-    rel = os.path.relpath(png, os.path.dirname(md)) if plot(res, png) else None
+    rel = None
+    if res["groups"] and plot(res, png):
+        rel = os.path.relpath(png, os.path.dirname(md))
     write_markdown(res, md, rel)
 
 
+def measure_deep(ctx, res, py311):
+    """BENCH_ONLY=deep: fixed costs (for "less fixed" and the BPF early
+    returns) of the three modes, then the deep program."""
+    if ONLY != "deep":
+        die("BENCH_ONLY=%s: only 'deep' is known" % ONLY)
+    early = {}
+    res["fixed"] = fixed_costs(ctx, py311, [Tool("pyperf", 999, n, u) for n, u in DEEP_MODES],
+                               1.0, 1, early)
+    res["early_ns"] = early
+    res["deep"] = deep_program(ctx, py311)
+
+
 def measure(ctx, res, py311, py38, have_austin, units):
+    if ONLY:
+        measure_deep(ctx, res, py311)
+        return
     rates = SLOW_RATES
     modes = (("pyperf", False, "user"), ("pyperf", True, "user"), ("pyperf", True, "kernel"),
              ("perf", False, "user"))
@@ -1084,6 +1280,7 @@ def measure(ctx, res, py311, py38, have_austin, units):
     res["max_rate"]["pyperf-kernel"] = max_rate(ctx, py311, mu, MAXRATE_RATES, True, "kernel")
     if not QUICK:
         res["max_rate"]["pyperf-native"] = max_rate(ctx, py311, mu, MAXRATE_RATES, True)
+    res["deep"] = deep_program(ctx, py311)
 
 
 def main():
@@ -1110,8 +1307,8 @@ def main():
     for tool, pkg in (("perf", "linux-perf"), ("bpftool", "bpftool")):
         if not shutil.which(tool):
             die("%s not found: apt-get install %s" % (tool, pkg))
-    if QUICK:
-        outdir = os.path.abspath("bench-quick")
+    if QUICK or ONLY:
+        outdir = os.path.abspath("bench-" + (ONLY or "quick"))
         os.makedirs(outdir, exist_ok=True)
         md, png = os.path.join(outdir, "BENCHMARKS.md"), os.path.join(outdir, "overhead.png")
     else:

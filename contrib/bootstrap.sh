@@ -10,7 +10,7 @@ PACKAGES="autoconf automake libtool pkg-config make gcc clang llvm \
 libbpf-dev bpftool protobuf-c-compiler libprotobuf-c-dev libelf-dev \
 libunwind-dev zlib1g-dev golang-go python3 python3-dev gdb util-linux \
 chromium graphviz valgrind libclang-rt-14-dev binutils \
-python3-numpy libblas3 strace python3-docutils linux-perf"
+python3-numpy libblas3 strace python3-docutils linux-perf black"
 
 if [ "$(id -u)" != 0 ]; then
 	echo "bootstrap: run as root (apt-get install, BPF and perf events need it)" >&2
