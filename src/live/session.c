@@ -385,7 +385,7 @@ static int start_pipeline(struct session *s)
 		.write = session_write, .find = find_target, .ctx = s, .ksym = s->ksym,
 		.native_miss = on_native_miss, .native_miss_ctx = s,
 		.diff = cfg->unwind_mode == PY_UNWIND_BOTH ? &s->diff : NULL,
-		.objs = s->objs,
+		.objs = s->objs, .clock = mono_ns,
 	};
 
 	if (s->rec) {

@@ -80,6 +80,7 @@ struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeli
 		goto fail;
 	k->ksym = io->ksym;
 	k->objs = io->objs;
+	k->clock = io->clock;
 	if (!c->stack_bytes)
 		return p;
 	k->all_native = c->all_native;

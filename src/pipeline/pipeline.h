@@ -81,6 +81,10 @@ struct pipeline_io {
 	void (*native_miss)(void *ctx, int pid);
 	void *native_miss_ctx;
 	struct native_diff *diff;
+	/* CLOCK_MONOTONIC: code objects checked since a sample are not read
+	 * again for it (pysym_validate). NULL in replay: every one is, as
+	 * the recorded reads were. */
+	pysym_clock_fn clock;
 	/* The object cache the targets' probes already opened their files
 	 * through (each file opened once); NULL: the pipeline makes its own. */
 	struct objcache *objs;

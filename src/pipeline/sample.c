@@ -91,7 +91,7 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 	*cut = 0;
 	for (unsigned i = 0; i < s->h.nframes; i++)
 		k->codes[i] = s->frames[i].code;
-	pysym_validate(k->syms, t, k->codes, s->h.nframes);
+	pysym_validate(k->syms, t, k->codes, s->h.nframes, s->h.time_ns, k->clock);
 
 	for (unsigned i = 0; i < s->h.nframes; i++) {
 		const struct py_frame_rec *f = &s->frames[i];

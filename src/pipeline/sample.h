@@ -93,6 +93,7 @@ struct sample_sink {
 	void (*native_miss)(void *ctx, int pid);
 	void *native_miss_ctx;
 	struct native_diff *diff;		/* --unwind both: compare the two */
+	pysym_clock_fn clock;			/* live only: see pysym_validate */
 	uint64_t kpcs[PYPERF_MAX_NATIVE];
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];

@@ -23,6 +23,10 @@
 #define CODE_READ_MAX	512		/* bytes of PyCodeObject we read */
 #define VALIDATE_MAX	1024		/* code objects checked per call (IOV_MAX) */
 #define FP_SPAN_MAX	256		/* bytes read per code object to check it */
+/* A record's time_ns is taken before the BPF program walks the frames;
+ * the walk is bounded far below this, so a check this much later than
+ * time_ns read memory after the walk did. */
+#define WALK_SLACK_NS	1000000ULL
 
 struct entry {
 	int pid;			/* 0: empty */
@@ -34,6 +38,7 @@ struct entry {
 	uint32_t age;
 	uint8_t first_arg;		/* enum first_arg: how to qualify <3.11 */
 	uint32_t checked;		/* validation round that last checked it */
+	uint64_t checked_ns;		/* live: clock before the last check's read */
 	uint64_t fp;			/* fingerprint of the code object's fields */
 	uint64_t serial;		/* unique per load: see pysym_frame_key */
 };
@@ -59,6 +64,7 @@ struct pysym_cache {
 	struct type_entry types[TYPE_CACHE];
 	char qualname[MAX_STR + 128];	/* result of the last qualification */
 	uint32_t round;			/* pysym_validate() calls */
+	pysym_clock_fn now;		/* the last pysym_validate()'s clock */
 	struct entry *check[VALIDATE_MAX];	/* scratch for pysym_validate() */
 	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
@@ -310,7 +316,7 @@ static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint
 /* Compares the entries in c->check[0..n) with their code objects, with one
  * process_vm_readv for all of them; drops those that changed. */
 static void validate_batch(struct pysym_cache *c, const struct py_target *t, size_t n,
-			   uint16_t lo, uint16_t len)
+			   uint16_t lo, uint16_t len, uint64_t now_ns)
 {
 	ssize_t got;
 
@@ -331,16 +337,19 @@ static void validate_batch(struct pysym_cache *c, const struct py_target *t, siz
 		    fingerprint(&t->layout.code, c->fpbuf + i * FP_SPAN_MAX, lo) != c->check[i]->fp) {
 			c->st.stale++;
 			entry_clear(c->check[i]);
+			continue;
 		}
+		c->check[i]->checked_ns = now_ns;
 	}
 }
 
 void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint64_t *codes,
-		    size_t ncodes)
+		    size_t ncodes, uint64_t sample_ns, pysym_clock_fn now)
 {
 	uint16_t lo, len;
 	size_t n = 0;
 
+	c->now = now;
 	fp_span(&t->layout.code, &lo, &len);
 	if (len > FP_SPAN_MAX)
 		return;
@@ -351,10 +360,15 @@ void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint
 		if (!e || e->checked == c->round)
 			continue;	/* not cached, or already in this batch */
 		e->checked = c->round;
+		if (now && e->checked_ns > sample_ns + WALK_SLACK_NS) {
+			c->st.fresh++;
+			continue;	/* checked since the sample was taken */
+		}
 		c->check[n++] = e;
 	}
+	/* The clock is read before the memory: the check is no earlier. */
 	if (n)
-		validate_batch(c, t, n, lo, len);
+		validate_batch(c, t, n, lo, len, now ? now() : 0);
 }
 
 static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
@@ -379,6 +393,8 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 		c->st.evictions++;
 		entry_clear(victim);
 	}
+	/* Read before the code object: a load is a check too. */
+	victim->checked_ns = c->now ? c->now() : 0;
 	if (load_entry(t, code, victim)) {
 		c->st.errors++;
 		*err = 1;

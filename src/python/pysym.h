@@ -20,6 +20,7 @@ struct pyframe_info {
 struct pysym_stats {
 	uint64_t hits, misses, evictions, errors;
 	uint64_t stale;		/* entries dropped: their code object changed */
+	uint64_t fresh;		/* checks skipped: checked since the sample */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
@@ -44,12 +45,20 @@ int pysym_resolve(struct pysym_cache *c, const struct py_target *t, uint64_t cod
 uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 			 uint64_t code, uint64_t self);
 
+/* CLOCK_MONOTONIC now, in ns: the clock of a sample's time_ns
+ * (bpf_ktime_get_ns). */
+typedef uint64_t (*pysym_clock_fn)(void);
+
 /* Checks the cached entries of these code objects against the target's
  * memory, with one system call, and drops those whose code object was
  * freed and its address reused. Call it once per sample before resolving:
- * a cache keyed by address alone would name new code with old names. */
+ * a cache keyed by address alone would name new code with old names.
+ * With a clock (live sessions), an entry checked after the sample was
+ * taken (sample_ns, the record's time_ns) is not read again: the check
+ * then already saw the code object the sample saw. Without one (replay)
+ * every entry is checked, as the recording's reads were. */
 void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint64_t *codes,
-		    size_t ncodes);
+		    size_t ncodes, uint64_t sample_ns, pysym_clock_fn now);
 
 /* Forgets every entry of a process (it exited or exec'd). */
 void pysym_forget_pid(struct pysym_cache *c, int pid);

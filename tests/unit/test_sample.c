@@ -67,7 +67,7 @@ struct env {
 	struct py_target t;
 	struct sample_sink *k;
 	struct py_sample *s;
-	struct fake_code a, b, c;
+	struct fake_code a, b, c, d;
 	uint64_t garbage;	/* an unmapped page */
 };
 
@@ -154,6 +154,61 @@ static void test_cases(struct env *e)
 	      "clean truncated walk: frames and [truncated]", got);
 }
 
+static uint64_t fake_now;
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+/* Code object d freed and another allocated at its address (its first
+ * line differs, so its fingerprint does), named name. */
+static void replace_d(struct env *e, const char *name, int32_t first)
+{
+	fake_code(&e->t.layout.code, &e->d, name);
+	memcpy(e->d.code + e->t.layout.code.co_firstlineno, &first, 4);
+}
+
+static uint64_t checks_skipped(struct env *e)
+{
+	struct pysym_stats st;
+
+	pysym_get_stats(e->k->syms, &st);
+	return st.fresh;
+}
+
+/* Live sessions do not re-read a code object checked since the sample
+ * was taken; a sample taken after the check is checked again. */
+static void test_validation_clock(struct env *e)
+{
+	const char *got;
+	uint64_t skipped;
+
+	e->k->clock = fake_clock;
+	replace_d(e, "d", 10);
+	frame(e, 0, CODE(e->d), 0);
+	fake_now = 1000000000;		/* loaded (checked) at 1 s */
+	e->s->h.time_ns = 100000000;
+	got = run(e, 1, 0);
+	check(!strcmp(got, "d (fake.py:0) 1"), "clock: code object loaded", got);
+	replace_d(e, "e", 20);
+	skipped = checks_skipped(e);
+	e->s->h.time_ns = 500000000;	/* sampled before the check */
+	got = run(e, 1, 0);
+	check(!strcmp(got, "d (fake.py:0) 1") && checks_skipped(e) == skipped + 1,
+	      "clock: a sample older than the last check is not checked again", got);
+	fake_now = 2000000000;
+	e->s->h.time_ns = 1500000000;	/* sampled after the check */
+	got = run(e, 1, 0);
+	check(!strcmp(got, "e (fake.py:0) 1"),
+	      "clock: a sample newer than the last check sees the new code object", got);
+	e->k->clock = NULL;		/* replay: every sample checks */
+	replace_d(e, "d", 10);
+	e->s->h.time_ns = 0;
+	got = run(e, 1, 0);
+	check(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
+}
+
 int main(void)
 {
 	const struct py_layout *l = py_layout_find(3, 12);
@@ -182,6 +237,7 @@ int main(void)
 	fake_code(&l->code, &e->b, "b");
 	fake_code(&l->code, &e->c, "c");
 	test_cases(e);
+	test_validation_clock(e);
 	profile_free(e->k->prof);
 	pysym_cache_free(e->k->syms);
 	free(e->s);
