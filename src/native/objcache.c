@@ -33,6 +33,7 @@ struct objcache {
 	struct oc_obj *obj;
 	struct oc_proc *proc;
 	uint64_t tick, serial;
+	uint64_t maps_reads;		/* maps_gen of the latest read */
 	void *user_ctx[OC_USERS];
 	void (*obj_free[OC_USERS])(void *ctx, void *data);
 	void (*proc_free[OC_USERS])(void *ctx, void *data);
@@ -123,7 +124,7 @@ static int load_maps(struct objcache *oc, struct oc_proc *p)
 	free(p->memo);
 	p->maps = m;
 	p->memo = memo;
-	p->maps_gen++;
+	p->maps_gen = ++oc->maps_reads;
 	return 0;
 }
 

@@ -62,7 +62,7 @@ struct oc_proc {
 	struct proc_maps maps;
 	struct oc_memo *memo;		/* one per maps entry */
 	uint64_t read_ns;		/* when the maps were read */
-	uint64_t maps_gen;		/* bumped at each (re)read */
+	uint64_t maps_gen;		/* unique per (re)read, of any process */
 	void *user[OC_USERS];		/* freed with the process */
 };
 

@@ -188,13 +188,15 @@ static uint8_t hides(struct sample_sink *k, uint64_t fid, const char *name, int 
 
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
-static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
-				uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide)
+static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t, int pid,
+			       uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide,
+			       struct native_memo *memo)
 {
 	struct nsym_result r;
 	struct profile_mapping_desc m = { 0 };
 	uint64_t fid, mid = 0;
 	int named, in_interp;
+	long gap = -1;
 
 	/* Return addresses point after the call: look up the call itself. */
 	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, &r);
@@ -202,7 +204,11 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 	*is_eval = named && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
 	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
 	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
-		symgap_count(&k->gaps, r.path, r.build_id, named);
+		gap = symgap_count(&k->gaps, r.path, r.build_id, named);
+	else
+		memo->prof = 0;		/* may resolve after a maps re-read */
+	memo->named = (uint8_t)named;
+	memo->gap = (int32_t)gap;
 	if (r.status != NSYM_NO_MAPPING) {
 		m.memory_start = r.map_start;
 		m.memory_limit = r.map_limit;
@@ -216,6 +222,35 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 				  : unknown_native(k, &r);
 	*hide = hides(k, fid, named ? r.name : NULL, in_interp);
 	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
+}
+
+/* native_resolve(), memoized per (pid, maps read, pc, leaf) and profile. */
+static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
+				uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide)
+{
+	struct oc_proc *p = objcache_proc(k->objs, t->src, pid);
+	uint64_t prof = profile_serial(k->prof), gen = p ? p->maps_gen : 0;
+	uint64_t h = (pc ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+	struct native_memo *m = &k->nmemo[(h >> 32) % NATIVE_MEMO];
+	uint64_t loc;
+
+	if (gen && m->prof == prof && m->maps_gen == gen && m->pc == pc && m->pid == pid &&
+	    m->leaf == leaf) {
+		symgap_count_slot(&k->gaps, m->gap, m->named);
+		*is_eval = m->is_eval;
+		*hide = m->hide;
+		return m->loc;
+	}
+	m->prof = prof;
+	loc = native_resolve(k, t, pid, pc, leaf, is_eval, hide, m);
+	/* A miss in the maps re-reads them: keyed by the maps it used. */
+	p = objcache_proc(k->objs, t->src, pid);
+	if (!loc || !p)
+		m->prof = 0;
+	else if (m->prof)
+		*m = (struct native_memo){ prof, p->maps_gen, pc, pid, (uint8_t)leaf, *is_eval,
+					   *hide, m->named, m->gap, loc };
+	return loc;
 }
 
 /* Unwinds the stack copied at off with libunwind into k->pcs; returns the

@@ -61,6 +61,21 @@ struct hide_memo {
 	uint64_t fid;
 	uint8_t in_interp, hide;
 };
+/* A native pc's location and verdicts in one profile, by process maps:
+ * saves the symbol search, the symbol-gap count's path search and the
+ * interning of mapping, function and location on every frame. Only named
+ * or object-known results (NSYM_OK, NSYM_NO_SYMBOL) are kept: the others
+ * may change when the maps are read again, which changes maps_gen. */
+#define NATIVE_MEMO 16384	/* direct-mapped, overwritten on collision */
+struct native_memo {
+	uint64_t prof;		/* profile_serial(); 0: empty */
+	uint64_t maps_gen;	/* objcache's, unique per maps read */
+	uint64_t pc;
+	int32_t pid;
+	uint8_t leaf, is_eval, hide, named;
+	int32_t gap;		/* symgap slot counted, -1: none */
+	uint64_t loc;
+};
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
 /* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
@@ -109,6 +124,7 @@ struct sample_sink {
 	uint32_t tids[TID_SET_SIZE];		/* open addressing, 0 = empty */
 	struct loc_memo memo[LOC_MEMO];
 	struct hide_memo hmemo[HIDE_MEMO];
+	struct native_memo nmemo[NATIVE_MEMO];
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target

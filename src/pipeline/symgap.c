@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-void symgap_count(struct symgap *g, const char *path, const char *build_id, int named)
+long symgap_count(struct symgap *g, const char *path, const char *build_id, int named)
 {
 	struct symgap_obj *o = NULL;
 
 	if (!path || !path[0])
-		return;
+		return -1;
 	for (size_t i = 0; i < g->n; i++)
 		if (strcmp(g->o[i].path, path) == 0) {
 			o = &g->o[i];
@@ -17,7 +17,7 @@ void symgap_count(struct symgap *g, const char *path, const char *build_id, int 
 		}
 	if (!o) {
 		if (g->n == SYMGAP_OBJECTS)
-			return;
+			return -1;
 		o = &g->o[g->n++];
 		snprintf(o->path, sizeof(o->path), "%s", path);
 		if (build_id && strlen(build_id) < sizeof(o->build_id))
@@ -25,6 +25,15 @@ void symgap_count(struct symgap *g, const char *path, const char *build_id, int 
 	}
 	o->frames++;
 	o->unnamed += !named;
+	return o - g->o;
+}
+
+void symgap_count_slot(struct symgap *g, long i, int named)
+{
+	if (i < 0 || (size_t)i >= g->n)
+		return;
+	g->o[i].frames++;
+	g->o[i].unnamed += !named;
 }
 
 /* "3.11" from ".../python3.11" or ".../libpython3.11.so.1.0"; 0 if neither. */

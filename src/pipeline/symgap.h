@@ -23,8 +23,13 @@ struct symgap {
 	size_t n;
 };
 
-/* Counts one native frame of the object at path (named: it had a symbol). */
-void symgap_count(struct symgap *g, const char *path, const char *build_id, int named);
+/* Counts one native frame of the object at path (named: it had a symbol).
+ * Returns the object's slot for symgap_count_slot(), -1 if not counted. */
+long symgap_count(struct symgap *g, const char *path, const char *build_id, int named);
+
+/* Counts one more frame of the object in slot i (symgap_count's answer):
+ * the same as symgap_count() with that object's path, without the search. */
+void symgap_count_slot(struct symgap *g, long i, int named);
 
 /*
  * Writes into buf the hint for entry i, if at least min_frames of its
