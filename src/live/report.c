@@ -142,8 +142,9 @@ void report_summary(const struct report_view *v)
 		v->bpf[STAT_EVENTS] ? (double)v->bpf[STAT_NATIVE_NS] / 1e3 /
 		(double)v->bpf[STAT_EVENTS] : 0.0);
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
-		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 " checks skipped=%" PRIu64
-		"\n", ps.hits, ps.misses, ps.evictions, ps.stale, ps.errors, ps.fresh);
+		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 " checks=%" PRIu64
+		" in %" PRIu64 " reads, skipped=%" PRIu64 "\n", ps.hits, ps.misses, ps.evictions,
+		ps.stale, ps.errors, ps.checks, ps.check_reads, ps.fresh);
 	pythread_get_stats(v->sink->threads, &ts);
 	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
 		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64

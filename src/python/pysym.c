@@ -327,6 +327,8 @@ static void validate_batch(struct pysym_cache *c, const struct py_target *t, siz
 		c->remote[i].iov_len = len;
 	}
 	got = target_readv(t->src, t->pid, c->local, n, c->remote, n);
+	c->st.checks += n;
+	c->st.check_reads++;
 	/* The process has exited since the sample was taken (records still
 	 * queued when it ends): what was cached then is the best there is. */
 	if (got < 0 && errno == ESRCH)

@@ -21,6 +21,7 @@ struct pysym_stats {
 	uint64_t hits, misses, evictions, errors;
 	uint64_t stale;		/* entries dropped: their code object changed */
 	uint64_t fresh;		/* checks skipped: checked since the sample */
+	uint64_t checks, check_reads;	/* entries checked, in so many readv */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
