@@ -23,6 +23,10 @@
 #define CODE_READ_MAX	512		/* bytes of PyCodeObject we read */
 #define VALIDATE_MAX	1024		/* code objects checked per call (IOV_MAX) */
 #define FP_SPAN_MAX	256		/* bytes read per code object to check it */
+/* A new code object's name, file name and line table are read together,
+ * this much of each object (header and data); longer ones again alone. */
+#define SPEC_STR	256
+#define SPEC_TABLE	1024
 /* A record's time_ns is taken before the BPF program walks the frames;
  * the walk is bounded far below this, so a check this much later than
  * time_ns read memory after the walk did. */
@@ -152,32 +156,35 @@ static size_t put_utf8(char *out, size_t room, uint32_t cp)
 	return 0;
 }
 
-int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t len)
+/* Where a str object's characters are, from its header: *off from the
+ * object, *bytes long (at most MAX_STR characters), *width per character.
+ * -1 if it is not a compact str. */
+static int str_layout(const struct py_code_offsets *o, const uint8_t *hdr, size_t *off,
+		      size_t *bytes, unsigned *width)
 {
-	const struct py_code_offsets *o = &t->layout.code;
-	uint8_t hdr[128], data[MAX_STR * 4];
 	uint32_t state;
 	uint64_t n;
-	unsigned kind, width;
-	size_t out = 0;
+	unsigned kind;
 
-	if (!len || !addr || o->unicode_compact_size > sizeof(hdr))
-		return -1;
-	if (target_read(t->src, t->pid, addr, hdr, o->unicode_compact_size))
-		return -1;
 	memcpy(&n, hdr + o->unicode_length, sizeof(n));
 	memcpy(&state, hdr + o->unicode_state, sizeof(state));
 	kind = py_str_kind(o, state);
 	if (!py_str_compact(o, state) || (kind != 1 && kind != 2 && kind != 4) || n > (1u << 30))
 		return -1;	/* legacy non-compact strings: not in code objects */
-	width = kind;
+	*width = kind;
 	if (n > MAX_STR)
 		n = MAX_STR;
-	if (target_read(t->src, t->pid, addr + (py_str_ascii(o, state) ? o->unicode_ascii_size
-							 : o->unicode_compact_size),
-		      data, n * width))
-		return -1;
-	for (uint64_t i = 0; i < n; i++) {
+	*off = py_str_ascii(o, state) ? o->unicode_ascii_size : o->unicode_compact_size;
+	*bytes = (size_t)n * kind;
+	return 0;
+}
+
+/* The characters of a str (bytes of width each) as UTF-8 into buf. */
+static void str_utf8(const uint8_t *data, size_t bytes, unsigned width, char *buf, size_t len)
+{
+	size_t out = 0, n = bytes / width;
+
+	for (size_t i = 0; i < n; i++) {
 		uint32_t cp = width == 1 ? data[i] : width == 2 ?
 			(uint32_t)(data[2 * i] | data[2 * i + 1] << 8) :
 			(uint32_t)(data[4 * i] | data[4 * i + 1] << 8 |
@@ -189,6 +196,41 @@ int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t l
 		out += w;
 	}
 	buf[out] = '\0';
+}
+
+int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t len)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t hdr[128], data[MAX_STR * 4];
+	size_t off, bytes;
+	unsigned width;
+
+	if (!len || !addr || o->unicode_compact_size > sizeof(hdr))
+		return -1;
+	if (target_read(t->src, t->pid, addr, hdr, o->unicode_compact_size) ||
+	    str_layout(o, hdr, &off, &bytes, &width) ||
+	    target_read(t->src, t->pid, addr + off, data, bytes))
+		return -1;
+	str_utf8(data, bytes, width, buf, len);
+	return 0;
+}
+
+/* pysym_read_str() from the first got bytes of the object, read already:
+ * 0 done, 1 not all there (read it alone), -1 not a str. */
+static int str_from(const struct py_target *t, const uint8_t *obj, size_t got, char *buf,
+		    size_t len)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	size_t off, bytes;
+	unsigned width;
+
+	if (got < o->unicode_compact_size || o->unicode_compact_size > 128)
+		return 1;
+	if (str_layout(o, obj, &off, &bytes, &width))
+		return -1;
+	if (off + bytes > got)
+		return 1;
+	str_utf8(obj + off, bytes, width, buf, len);
 	return 0;
 }
 
@@ -209,6 +251,27 @@ static int read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **da
 		*data = NULL;
 		return -1;
 	}
+	*dlen = (uint32_t)n;
+	return 0;
+}
+
+/* read_bytes_obj() from the first got bytes of the object, read already:
+ * 0 done, 1 not all there or not valid (read it alone), -1 no memory. */
+static int bytes_from(const struct py_target *t, const uint8_t *obj, size_t got,
+		      uint8_t **data, uint32_t *dlen)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	int64_t n;
+
+	if (got < (size_t)o->bytes_size + sizeof(n))
+		return 1;
+	memcpy(&n, obj + o->bytes_size, sizeof(n));
+	if (n < 0 || n > MAX_LINETABLE || (size_t)o->bytes_sval + (size_t)n > got)
+		return 1;
+	*data = malloc(n ? (size_t)n : 1);
+	if (!*data)
+		return -1;
+	memcpy(*data, obj + o->bytes_sval, (size_t)n);
 	*dlen = (uint32_t)n;
 	return 0;
 }
@@ -269,14 +332,48 @@ static uint64_t fingerprint(const struct py_code_offsets *o, const uint8_t *buf,
 	return hash64(h ^ (uint32_t)first);
 }
 
-/* Reads everything a code object contributes, once. */
+/* The first bytes of a code object's name, file name and line table
+ * objects, with one system call; got[i] of each could be read. */
+struct spec_read {
+	uint8_t name[SPEC_STR], file[SPEC_STR], table[SPEC_TABLE];
+	size_t got[3];
+};
+
+static void spec_read(const struct py_target *t, const uint64_t addr[3], struct spec_read *r)
+{
+	struct iovec local[3] = { { r->name, SPEC_STR }, { r->file, SPEC_STR },
+				  { r->table, SPEC_TABLE } };
+	struct iovec remote[3];
+	ssize_t got;
+	size_t left;
+
+	for (int i = 0; i < 3; i++)
+		remote[i] = (struct iovec){ (void *)(uintptr_t)addr[i], local[i].iov_len };
+	memset(r->got, 0, sizeof(r->got));
+	if (!addr[0] || !addr[1] || !addr[2])
+		return;
+	got = target_readv(t->src, t->pid, local, 3, remote, 3);
+	left = got > 0 ? (size_t)got : 0;
+	/* The read stops at the first byte it cannot read. */
+	for (int i = 0; i < 3; i++) {
+		r->got[i] = left < local[i].iov_len ? left : local[i].iov_len;
+		left -= r->got[i];
+	}
+}
+
+/* Reads everything a code object contributes, once. Strings and line
+ * table come from spec_read() when they fit, else from their own reads:
+ * the same bytes either way. */
 static int load_entry(const struct py_target *t, uint64_t code_addr, struct entry *e)
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint8_t code[CODE_READ_MAX];
 	char name[MAX_STR], file[MAX_STR];
 	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	uint64_t addr[3];
+	struct spec_read sr;
 	int32_t first;
+	int r;
 
 	if (target_read(t->src, t->pid, code_addr, code, sizeof(code)) &&
 	    target_read(t->src, t->pid, code_addr, code, 256))
@@ -284,15 +381,22 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	if (name_off >= 248 || o->co_filename >= 248 || o->co_linetable >= 248 ||
 	    o->co_firstlineno >= 248)
 		return -1;
-	if (pysym_read_str(t, field_ptr(code, name_off), name, sizeof(name)) ||
-	    pysym_read_str(t, field_ptr(code, o->co_filename), file, sizeof(file)))
+	addr[0] = field_ptr(code, name_off);
+	addr[1] = field_ptr(code, o->co_filename);
+	addr[2] = field_ptr(code, o->co_linetable);
+	spec_read(t, addr, &sr);
+	if ((str_from(t, sr.name, sr.got[0], name, sizeof(name)) &&
+	     pysym_read_str(t, addr[0], name, sizeof(name))) ||
+	    (str_from(t, sr.file, sr.got[1], file, sizeof(file)) &&
+	     pysym_read_str(t, addr[1], file, sizeof(file))))
 		return -1;
 	memcpy(&first, code + o->co_firstlineno, sizeof(first));
 	e->name = strdup(name);
 	e->filename = strdup(file);
 	e->firstlineno = first;
-	if (!e->name || !e->filename ||
-	    read_bytes_obj(t, field_ptr(code, o->co_linetable), &e->table, &e->table_len)) {
+	r = e->name && e->filename ? bytes_from(t, sr.table, sr.got[2], &e->table, &e->table_len)
+				   : -1;
+	if (r < 0 || (r && read_bytes_obj(t, addr[2], &e->table, &e->table_len))) {
 		entry_clear(e);
 		return -1;
 	}

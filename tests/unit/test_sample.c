@@ -154,6 +154,46 @@ static void test_cases(struct env *e)
 	      "clean truncated walk: frames and [truncated]", got);
 }
 
+/* Names that the one read of a new code object's strings cannot hold
+ * whole: one longer than it reads (read again on its own), one just before
+ * an unmapped page (the read stops there; file name and line table are
+ * read again on their own). Both come out in full. */
+static void test_long_names(struct env *e)
+{
+	const struct py_code_offsets *o = &e->t.layout.code;
+	static uint8_t big[2048];
+	static struct fake_code f, g;	/* never cached before */
+	char want[600], name[400];
+	uint8_t *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			      -1, 0);
+	uint8_t *edge;
+	const char *got;
+
+	if (pages == MAP_FAILED || mprotect(pages + 4096, 4096, PROT_NONE)) {
+		check(0, "long names: set-up", "mmap");
+		return;
+	}
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	fake_code(o, &f, "unused");
+	fake_str(o, big, name);
+	put_u64(f.code + o->co_qualname, (uintptr_t)big);
+	frame(e, 0, CODE(f), 0);
+	got = run(e, 1, 0);
+	snprintf(want, sizeof(want), "%s (fake.py:0) 1", name);
+	check(!strcmp(got, want), "a name longer than the first read: read in full", got);
+
+	fake_code(o, &g, "unused");
+	edge = pages + 4096 - (o->unicode_compact_size + 16);
+	fake_str(o, edge, "edgename");
+	put_u64(g.code + o->co_qualname, (uintptr_t)edge);
+	frame(e, 0, CODE(g), 0);
+	got = run(e, 1, 0);
+	check(!strcmp(got, "edgename (fake.py:0) 1"),
+	      "a name ending at an unmapped page: read in full", got);
+	munmap(pages, 8192);
+}
+
 static uint64_t fake_now;
 
 static uint64_t fake_clock(void)
@@ -238,6 +278,7 @@ int main(void)
 	fake_code(&l->code, &e->c, "c");
 	test_cases(e);
 	test_validation_clock(e);
+	test_long_names(e);
 	profile_free(e->k->prof);
 	pysym_cache_free(e->k->syms);
 	free(e->s);
