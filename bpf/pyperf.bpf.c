@@ -523,11 +523,77 @@ enum { RBP_SAME, RBP_CFA, RBP_UNSUPPORTED };
 #define UC_RSP		(UC_GREGS + 15 * 8)
 #define UC_RIP		(UC_GREGS + 16 * 8)
 
-/* The registers a step needs. */
+/* The registers a step needs, and the window of stack read at once. */
 struct nregs {
 	__u64 ip, sp, bp;
 	__u64 exact;		/* ip is not a return address (leaf, signal) */
+	__u64 win_lo;		/* stack_win holds [win_lo, win_lo + win_len) */
+	__u64 top;		/* main thread: no frame above (mm->start_stack) */
+	__u32 win_len;
+	__u32 win_tries;	/* window reads so far (PY_STACK_WIN_TRIES) */
 };
+
+/* Each bpf_probe_read_user costs far more than the bytes it copies, and
+ * a walk reads one or two words per frame over ~1.5 KiB of stack (13
+ * frames of Python 3.11): one read of the stack ahead serves them. */
+#define PY_STACK_WIN		2048	/* power of 2 */
+#define PY_STACK_WIN_TRIES	3
+
+struct stack_window {
+	__u8 b[PY_STACK_WIN + 16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_window);
+} stack_win SEC(".maps");
+
+/* Fills the window from addr on: PY_STACK_WIN bytes, fewer where the main
+ * thread's stack ends (a read past a mapping fails whole). */
+static __always_inline struct stack_window *fill_window(struct nregs *w, __u64 addr)
+{
+	struct stack_window *b;
+	__u32 zero = 0;
+	__u64 len = PY_STACK_WIN;
+
+	w->win_len = 0;
+	if (w->win_tries >= PY_STACK_WIN_TRIES)
+		return NULL;
+	w->win_tries++;
+	if (w->top > addr && w->top - addr < len)
+		len = w->top - addr;
+	b = bpf_map_lookup_elem(&stack_win, &zero);
+	if (!b || len < 16 || len > PY_STACK_WIN ||
+	    bpf_probe_read_user(b->b, len, (const void *)addr))
+		return NULL;
+	w->win_lo = addr;
+	w->win_len = (__u32)len;
+	return b;
+}
+
+/* Reads 2 stack words at addr (or 1, into v[0], when two is 0): from the
+ * window, refilled from addr when it does not hold them, else by a read of
+ * their own. */
+static __always_inline int stack_words(struct nregs *w, __u64 addr, __u64 *v, int two)
+{
+	__u32 len = two ? 16 : 8, zero = 0;
+	struct stack_window *b = NULL;
+	__u64 off = addr - w->win_lo;
+
+	if (addr >= w->win_lo && off + len <= w->win_len)
+		b = bpf_map_lookup_elem(&stack_win, &zero);
+	else if ((b = fill_window(w, addr)))
+		off = 0;
+	if (!b || off + len > w->win_len)
+		return bpf_probe_read_user(v, len, (const void *)addr);
+	off &= PY_STACK_WIN - 1;
+	v[0] = *(__u64 *)(b->b + off);
+	if (two)
+		v[1] = *(__u64 *)(b->b + off + 8);
+	return 0;
+}
 
 struct nwalk {
 	struct py_sample *s;
@@ -630,7 +696,7 @@ static __always_inline int fp_step(struct nregs *w)
 
 	if (w->bp <= w->sp || (w->bp & 7))
 		return PY_NATIVE_END_BAD;
-	if (bpf_probe_read_user(fr, sizeof(fr), (const void *)w->bp))
+	if (stack_words(w, w->bp, fr, 1))
 		return PY_NATIVE_END_READ;
 	stat_inc(STAT_NATIVE_FP);
 	w->sp = w->bp + 16;
@@ -667,14 +733,14 @@ static __always_inline int row_step(struct nregs *w, const struct py_unwind_row 
 	if (rbp_kind == RBP_CFA && r->rbp_off == -16) {
 		__u64 fr[2];
 
-		if (bpf_probe_read_user(fr, sizeof(fr), (const void *)(cfa - 16)))
+		if (stack_words(w, cfa - 16, fr, 1))
 			return PY_NATIVE_END_READ;
 		bp = fr[0];
 		ra = fr[1];
-	} else if (bpf_probe_read_user(&ra, 8, (const void *)(cfa - 8))) {
+	} else if (stack_words(w, cfa - 8, &ra, 0)) {
 		return PY_NATIVE_END_READ;
 	} else if (rbp_kind == RBP_CFA) {
-		if (bpf_probe_read_user(&bp, 8, (const void *)(cfa + (__s64)r->rbp_off)))
+		if (stack_words(w, cfa + (__s64)r->rbp_off, &bp, 0))
 			return PY_NATIVE_END_READ;
 	} else if (rbp_kind == RBP_UNSUPPORTED) {
 		bp = 0;		/* unknown: an rbp-based rule above stops */
@@ -686,28 +752,74 @@ static __always_inline int row_step(struct nregs *w, const struct py_unwind_row 
 	return -1;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << PY_RULE_CACHE_BITS);	/* CPUs << BITS, by user space */
+	__type(key, __u32);
+	__type(value, struct py_rule_slot);
+} rule_cache SEC(".maps");
+
+/* The rule for pc (already less 1 for a return address) from the tables
+ * into c: kind ROW_NONE where no table covers pc. -1 if pc is in no loaded
+ * mapping. */
+static __always_inline int lookup_rule(const struct py_unwind_proc *p, __u64 pc,
+				       struct py_rule_slot *c)
+{
+	const struct py_unwind_row *r = NULL;
+	const struct py_unwind_map *m = find_map(p, pc);
+	long idx;
+	__u32 key;
+
+	if (!m)
+		return -1;
+	c->kind = ROW_NONE;
+	if (!m->obj)
+		return 0;	/* no table: frame pointers */
+	idx = find_row(m->obj, pc - m->bias);
+	key = (__u32)idx;
+	if (idx >= 0)
+		r = bpf_map_lookup_elem(&unwind_rows, &key);
+	if (!r)
+		return 0;
+	c->cfa_off = r->cfa_off;
+	c->rbp_off = r->rbp_off;
+	c->kind = r->kind;
+	c->plt_thr = r->plt_thr;
+	return 0;
+}
+
 /* One native frame: the caller's registers into *w. -1 to go on, else an
  * enum py_native_end. A global function: the verifier checks it once,
  * not once per path through the bpf_loop callback (which exceeded its
  * instruction limit). */
 __noinline int native_step(const struct py_unwind_proc *p, struct nregs *w)
 {
-	const struct py_unwind_row *r = NULL;
-	const struct py_unwind_map *m;
+	struct py_rule_slot *c, tmp;
+	struct py_unwind_row row;
+	__u64 pc;
+	__u32 k;
 
 	if (!p || !w)
 		return PY_NATIVE_END_BAD;
-	m = find_map(p, w->ip);
-	if (!m)
-		return PY_NATIVE_END_NO_MAP;
-	if (m->obj) {
-		long idx = find_row(m->obj, w->ip - m->bias - (w->exact ? 0 : 1));
-		__u32 key = (__u32)idx;
-
-		if (idx >= 0)
-			r = bpf_map_lookup_elem(&unwind_rows, &key);
+	pc = w->ip - (w->exact ? 0 : 1);
+	/* Slots per CPU, and programs on a CPU do not nest (see scratch): a
+	 * slot is never read half written. */
+	k = bpf_get_smp_processor_id() << PY_RULE_CACHE_BITS |
+	    (__u32)((pc * 0x9e3779b97f4a7c15ULL) >> (64 - PY_RULE_CACHE_BITS));
+	c = bpf_map_lookup_elem(&rule_cache, &k);
+	if (!c || c->pc != pc || c->gen != p->gen || !p->gen) {
+		if (!c)
+			c = &tmp;
+		if (lookup_rule(p, pc, c))
+			return PY_NATIVE_END_NO_MAP;
+		c->pc = pc;
+		c->gen = p->gen;
 	}
-	return r ? row_step(w, r) : fp_step(w);
+	row.cfa_off = c->cfa_off;
+	row.rbp_off = c->rbp_off;
+	row.kind = c->kind;
+	row.plt_thr = c->plt_thr;
+	return PY_ROW_CFA(row.kind) == ROW_NONE ? fp_step(w) : row_step(w, &row);
 }
 
 static long nwalk_step(__u32 i, struct nwalk *w)
@@ -752,6 +864,7 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct nwalk w = { .s = s, .r.exact = 1 };
 
+
 	s->h.flags |= SAMPLE_F_NATIVE_PCS;
 	stat_inc(STAT_NATIVE_WALKS);
 	w.proc = bpf_map_lookup_elem(&unwind_procs, &tgid);
@@ -765,7 +878,11 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 	w.r.ip = BPF_CORE_READ(regs, ip);
 	w.r.sp = BPF_CORE_READ(regs, sp);
 	w.r.bp = BPF_CORE_READ(regs, bp);
+	w.r.top = BPF_CORE_READ(task, mm, start_stack);
+	if (w.r.top <= w.r.sp)
+		w.r.top = 0;	/* another thread's stack: its top holds the TCB */
 	w.pc_off = (n > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : n) * sizeof(struct py_frame_rec);
+
 	bpf_loop(PYPERF_MAX_NATIVE + 1, nwalk_step, &w, 0);
 	s->h.native_end = w.end;
 	count_end(w.end);

@@ -61,7 +61,10 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 		bpf_map__set_max_entries(skel->maps.unwind_objs, 1);
 		bpf_map__set_max_entries(skel->maps.unwind_pages, 1);
 		bpf_map__set_max_entries(skel->maps.unwind_procs, 1);
+		bpf_map__set_max_entries(skel->maps.rule_cache, 1);
 	} else {
+		bpf_map__set_max_entries(skel->maps.rule_cache,
+					 (__u32)libbpf_num_possible_cpus() << PY_RULE_CACHE_BITS);
 		bpf_map__set_max_entries(skel->maps.unwind_procs, TARGETS_MAX);
 	}
 	skel->rodata->gil_only = cfg->gil_only;

@@ -49,6 +49,7 @@ struct ktables {
 	int rows_fd, objs_fd, procs_fd, pages_fd;
 	uint32_t max_rows, next_row;
 	uint32_t next_page;
+	uint32_t gen;				/* last py_unwind_proc.gen given */
 	struct objcache *oc;			/* where object files are opened */
 	struct kt_obj obj[PY_UNWIND_MAX_OBJS];	/* [0] unused: id 0 = none */
 	struct kt_pid pids[KT_PIDS];
@@ -356,6 +357,11 @@ int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid
 		return -1;
 	}
 	kt->st.pid_loads++;
+	/* A new tag for the rules BPF caches from this list: never 0, and
+	 * 2^32 loads before one repeats. */
+	if (++kt->gen == 0)
+		kt->gen = 1;
+	kt->proc.gen = kt->gen;
 	if (bpf_map_update_elem(kt->procs_fd, &key, &kt->proc, BPF_ANY)) {
 		fprintf(stderr, "pyperf-pprof: cannot load the unwind mappings of pid %d: %s\n",
 			(int)pid, strerror(errno));
