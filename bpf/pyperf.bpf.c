@@ -531,6 +531,8 @@ struct nregs {
 	__u64 top;		/* main thread: no frame above (mm->start_stack) */
 	__u32 win_len;
 	__u32 win_tries;	/* window reads so far (PY_STACK_WIN_TRIES) */
+	__u32 map_flags;	/* PY_MAP_* of the frame stepped last */
+	__u32 _pad;
 };
 
 /* Each bpf_probe_read_user costs far more than the bytes it copies, and
@@ -773,6 +775,7 @@ static __always_inline int lookup_rule(const struct py_unwind_proc *p, __u64 pc,
 	if (!m)
 		return -1;
 	c->kind = ROW_NONE;
+	c->map_flags = m->flags;
 	if (!m->obj)
 		return 0;	/* no table: frame pointers */
 	idx = find_row(m->obj, pc - m->bias);
@@ -819,12 +822,13 @@ __noinline int native_step(const struct py_unwind_proc *p, struct nregs *w)
 	row.rbp_off = c->rbp_off;
 	row.kind = c->kind;
 	row.plt_thr = c->plt_thr;
+	w->map_flags = c->map_flags;
 	return PY_ROW_CFA(row.kind) == ROW_NONE ? fp_step(w) : row_step(w, &row);
 }
 
 static long nwalk_step(__u32 i, struct nwalk *w)
 {
-	__u64 off;
+	__u64 off, *pc;
 	int end;
 
 	if (w->r.ip == 0) {
@@ -836,9 +840,13 @@ static long nwalk_step(__u32 i, struct nwalk *w)
 		return 1;
 	}
 	off = (__u64)w->pc_off + (__u64)w->n * 8;
-	*(__u64 *)((void *)w->s->frames + (off & 0xffff)) = w->r.ip;
+	pc = (__u64 *)((void *)w->s->frames + (off & 0xffff));
+	*pc = w->r.ip;
 	w->n++;
+	w->r.map_flags = 0;
 	end = native_step(w->proc, &w->r);
+	if (w->r.map_flags & PY_MAP_TRAMPOLINE)
+		*pc |= PY_PC_TRAMPOLINE;
 	if (end >= 0) {
 		w->end = end;
 		return 1;

@@ -22,7 +22,8 @@
 #define PYPERF_MAX_STACK	(64 << 10)	/* user stack bytes copied, at most */
 #define PYPERF_FRAME_WIN	512	/* frame bytes read at once (power of 2) */
 #define PYPERF_MAX_KFRAMES	64	/* kernel frames per sample (--kernel) */
-#define PYPERF_MAX_NATIVE	128	/* native frames unwound in BPF (--unwind kernel) */
+#define PYPERF_MAX_NATIVE	256	/* native frames unwound in BPF (--unwind kernel);
+					 * = UNWIND_MAX_FRAMES: -X perf takes ~4 per call */
 
 /* How a version links its frames; decides the walk in pyperf.bpf.c. */
 enum py_frame_kind {
@@ -341,7 +342,8 @@ struct py_sample {
 	__u8 slack[4096 + PYPERF_MAX_NATIVE * 2 * 8];
 };
 
-/* Where the native pcs start inside a record; the copied stack follows
+/* Where the native pcs start inside a record (each with PY_PC_TRAMPOLINE
+ * set where it is a perf trampoline's); the copied stack follows
  * them (native_n * 8 bytes later). */
 #define PY_SAMPLE_STACK_OFF(nframes) \
 	(sizeof(struct py_sample_hdr) + (nframes) * sizeof(struct py_frame_rec))
@@ -411,8 +413,13 @@ struct py_unwind_map {
 	__u64 start, end;	/* executable mapping [start, end) */
 	__u64 bias;		/* runtime address - link-time address */
 	__u32 obj;		/* index in unwind_objs; 0: frame pointers */
-	__u32 _pad;
+	__u32 flags;		/* PY_MAP_* */
 };
+
+/* Anonymous code whose rows ktables.c synthesised: CPython's perf
+ * trampolines. Their pcs go to user space with PY_PC_TRAMPOLINE set. */
+#define PY_MAP_TRAMPOLINE	(1u << 0)
+#define PY_PC_TRAMPOLINE	(1ULL << 63)	/* user pcs are below 2^47 */
 
 struct py_unwind_proc {
 	__u32 n;
@@ -434,7 +441,7 @@ struct py_rule_slot {
 	__s16 rbp_off;
 	__u8 kind;		/* ROW_NONE: frame-pointer step */
 	__u8 plt_thr;
-	__u32 _pad;
+	__u32 map_flags;	/* the mapping's PY_MAP_* */
 };
 
 #endif /* PYPERF_H */

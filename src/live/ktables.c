@@ -13,6 +13,7 @@
 #include "proc.h"
 #include "pyperf.h"
 #include "target_src.h"
+#include "trampoline.h"
 #include "unwind_table.h"
 
 #include <errno.h>
@@ -30,6 +31,8 @@
 #define KT_PIDS		4096			/* reload throttle slots */
 #define KT_SEGS		16
 #define KT_VDSO_INO	UINT64_MAX		/* the vDSO's key: no file */
+#define KT_ANON_INO	(UINT64_MAX - 1)	/* anonymous code: dev is the pid */
+#define KT_ANON_MAX	(4u << 20)		/* anonymous code bytes scanned */
 
 struct kt_obj {
 	int used;
@@ -185,12 +188,11 @@ static int upload_rows(struct ktables *kt, const struct ut_table *t, uint32_t fi
 	return rc;
 }
 
-/* Converts and uploads one object's table; its id, 0 if it has none. */
-static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct kt_obj *key)
+/* Uploads one object's table (t->n may be 0: frame pointers) under a new
+ * id; key carries its identity and load segments. Its id, 0 if none. */
+static uint32_t add_table(struct ktables *kt, struct ut_table *t, const struct kt_obj *key)
 {
 	struct py_unwind_obj bo = { 0 };
-	struct ut_table t;
-	uint64_t t0 = mono_ns();
 	uint32_t id = 0;
 	struct kt_obj *o;
 
@@ -201,28 +203,22 @@ static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct
 		reset_all(kt);
 		id = 1;
 	}
-	if (ut_build_elf(ef, kt->max_rows, &t)) {
-		kt->st.objects_failed++;
-		return 0;
-	}
-	kt->st.build_ns += mono_ns() - t0;
 	/* Rows address 32 bits of link-time address: bigger objects unwind
 	 * by frame pointers, as do objects without CFI. */
-	if (t.n && t.rows[t.n - 1].start > UINT32_MAX)
-		t.n = 0;
-	if (t.n && (kt->next_row + t.n > kt->max_rows ||
-		    kt->next_page + ((t.rows[t.n - 1].start - t.rows[0].start) >>
-				     PY_UNWIND_PAGE_SHIFT) + 2 > PY_UNWIND_MAX_PAGES))
-		reset_all(kt);	/* ut_build_elf kept t.n <= max_rows */
+	if (t->n && t->rows[t->n - 1].start > UINT32_MAX)
+		t->n = 0;
+	if (t->n && (kt->next_row + t->n > kt->max_rows ||
+		     kt->next_page + ((t->rows[t->n - 1].start - t->rows[0].start) >>
+				      PY_UNWIND_PAGE_SHIFT) + 2 > PY_UNWIND_MAX_PAGES))
+		reset_all(kt);	/* the builders keep t->n <= max_rows */
 	o = &kt->obj[id];
 	*o = *key;
 	o->used = 1;
-	o->nseg = elf_file_segments(ef, o->seg, KT_SEGS);
-	if (t.n && t.n <= kt->max_rows && upload_rows(kt, &t, kt->next_row) == 0 &&
-	    upload_pages(kt, &t, kt->next_row, &bo) == 0) {
+	if (t->n && t->n <= kt->max_rows && upload_rows(kt, t, kt->next_row) == 0 &&
+	    upload_pages(kt, t, kt->next_row, &bo) == 0) {
 		bo.first = kt->next_row;
-		bo.count = (__u32)t.n;
-		kt->next_row += (uint32_t)t.n;
+		bo.count = (__u32)t->n;
+		kt->next_row += (uint32_t)t->n;
 		kt->st.rows = kt->next_row;
 	} else {
 		kt->st.objects_no_cfi++;
@@ -232,8 +228,69 @@ static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct
 	if (bpf_map_update_elem(kt->objs_fd, &id, &bo, BPF_ANY))
 		o->count = 0;
 	kt->st.objects++;
+	return id;
+}
+
+/* Converts and uploads one ELF object's table; its id, 0 if it has none. */
+static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct kt_obj *key)
+{
+	struct kt_obj k = *key;
+	struct ut_table t;
+	uint64_t t0 = mono_ns();
+	uint32_t id;
+
+	if (ut_build_elf(ef, kt->max_rows, &t)) {
+		kt->st.objects_failed++;
+		return 0;
+	}
+	kt->st.build_ns += mono_ns() - t0;
+	k.nseg = elf_file_segments(ef, k.seg, KT_SEGS);
+	id = add_table(kt, &t, &k);
 	ut_table_free(&t);
 	return id;
+}
+
+/* An anonymous executable mapping: JIT code, which unwinds by frame
+ * pointers (object 0), unless it holds CPython's perf trampolines (no
+ * frame pointer there: sub $8,%rsp; call; add; ret), whose rows are
+ * synthesised from the code. CPython fills a trampoline arena before it
+ * makes it executable, so what is read here stays valid. */
+static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pid_t pid,
+			    const struct proc_map *m)
+{
+	struct kt_obj key = { .dev = (uint64_t)pid, .ino = KT_ANON_INO,
+			      .size = m->end - m->start, .mtime_ns = (int64_t)m->start };
+	struct ut_table t;
+	uint8_t *code;
+	uint32_t id;
+
+	if (key.size > KT_ANON_MAX)
+		return 0;
+	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++) {
+		const struct kt_obj *o = &kt->obj[i];
+
+		if (o->used && o->dev == key.dev && o->ino == key.ino && o->size == key.size &&
+		    o->mtime_ns == key.mtime_ns)
+			return o->count ? i : 0;
+	}
+	code = malloc(key.size);
+	if (!code)
+		return 0;
+	if (target_read(src, pid, m->start, code, key.size) ||
+	    tramp_build_table(code, key.size, kt->max_rows, &t)) {
+		free(code);
+		return 0;
+	}
+	free(code);
+	/* Addresses relative to the mapping: the bias is its start. */
+	key.seg[0] = (struct elf_segment){ .type = 1 /* PT_LOAD */, .offset = m->offset,
+					   .filesz = key.size };
+	key.nseg = 1;
+	id = add_table(kt, &t, &key);
+	if (t.n)
+		kt->st.anon_tables++;
+	ut_table_free(&t);
+	return id && kt->obj[id].count ? id : 0;
 }
 
 /* The object behind an executable mapping (loading it if new), 0 if none. */
@@ -250,7 +307,7 @@ static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_
 		key.size = m->end - m->start;
 	} else {
 		if (m->path[0] != '/')
-			return 0;	/* anonymous: JIT, trampolines */
+			return m->path[0] ? 0 : anon_object(kt, src, pid, m);
 		target_map_file(src, pid, m, path, sizeof(path));
 		if (stat(path, &st) || !S_ISREG(st.st_mode))
 			return 0;
@@ -326,6 +383,8 @@ static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid
 			um->bias = bias;
 		else
 			um->obj = 0;	/* offset in no segment: frame pointers */
+		if (um->obj && kt->obj[id].ino == KT_ANON_INO)
+			um->flags = PY_MAP_TRAMPOLINE;
 	}
 	return 0;
 }
@@ -378,4 +437,10 @@ void ktables_forget_pid(struct ktables *kt, pid_t pid)
 	if (slot->pid == pid)
 		memset(slot, 0, sizeof(*slot));
 	bpf_map_delete_elem(kt->procs_fd, &key);
+	/* Its anonymous code goes with it (a later process with this pid
+	 * could map other code there); the rows stay until the next reset. */
+	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++)
+		if (kt->obj[i].used && kt->obj[i].ino == KT_ANON_INO &&
+		    kt->obj[i].dev == (uint64_t)pid)
+			memset(&kt->obj[i], 0, sizeof(kt->obj[i]));
 }

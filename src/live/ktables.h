@@ -25,6 +25,8 @@ struct ktables_stats {
 	uint64_t resets;		/* row or object map full: all dropped */
 	uint64_t maps_dropped;		/* mappings past PY_UNWIND_MAX_MAPS */
 	uint64_t build_ns;		/* time spent converting CFI */
+	uint64_t anon_tables;		/* anonymous code with rows synthesised
+					 * (CPython perf trampoline arenas) */
 };
 
 struct ktables;

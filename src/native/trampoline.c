@@ -1,6 +1,9 @@
 /* The known trampoline shapes; see trampoline.h. */
 #include "trampoline.h"
 
+#include "unwind_table.h"
+
+#include <stdlib.h>
 #include <string.h>
 
 #define ROWS_MAX	6
@@ -33,7 +36,9 @@ static const struct tramp_shape shapes[] = {
 	    { 14, { 8, 0 } } } },
 };
 
-int tramp_match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rule *rule)
+/* tramp_match, and *to_end: bytes from ip to the end of the shape. */
+static int match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rule *rule,
+		 size_t *to_end)
 {
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		const struct tramp_shape *sh = &shapes[s];
@@ -43,8 +48,86 @@ int tramp_match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rul
 
 			if (memcmp(start, sh->bytes, sh->len) == 0) {
 				*rule = sh->row[r].rule;
+				*to_end = sh->len - sh->row[r].at;
 				return 1;
 			}
+		}
+	}
+	return 0;
+}
+
+int tramp_match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rule *rule)
+{
+	size_t to_end;
+
+	return match(code, rule, &to_end);
+}
+
+/* The TRAMP_BEFORE + TRAMP_AFTER bytes around off, zero outside code. */
+static void window(const uint8_t *code, size_t len, size_t off,
+		   uint8_t w[TRAMP_BEFORE + TRAMP_AFTER])
+{
+	size_t lo = off >= TRAMP_BEFORE ? off - TRAMP_BEFORE : 0;
+	size_t hi = len - off > TRAMP_AFTER ? off + TRAMP_AFTER : len;
+
+	memset(w, 0, TRAMP_BEFORE + TRAMP_AFTER);
+	memcpy(w + (lo + TRAMP_BEFORE - off), code + lo, hi - lo);
+}
+
+static int same_rule(const struct ut_row *a, const struct ut_row *b)
+{
+	return a->cfa == b->cfa && a->cfa_off == b->cfa_off && a->rbp == b->rbp &&
+	       a->rbp_off == b->rbp_off;
+}
+
+/* Appends r unless it repeats the last row's rule. */
+static int add_row(struct ut_table *t, size_t *cap, size_t max_rows, const struct ut_row *r)
+{
+	if (t->n && same_rule(&t->rows[t->n - 1], r))
+		return 0;
+	if (t->n == max_rows)
+		return -1;
+	if (t->n == *cap) {
+		size_t c = *cap ? *cap * 2 : 256;
+		struct ut_row *v = realloc(t->rows, c * sizeof(*v));
+
+		if (!v)
+			return -1;
+		t->rows = v;
+		*cap = c;
+	}
+	t->rows[t->n++] = *r;
+	return 0;
+}
+
+int tramp_build_table(const uint8_t *code, size_t len, size_t max_rows, struct ut_table *out)
+{
+	uint8_t w[TRAMP_BEFORE + TRAMP_AFTER];
+	struct tramp_rule rule;
+	size_t cap = 0, to_end, shape_end = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!max_rows)
+		max_rows = UT_MAX_ROWS;
+	for (size_t off = 0; off < len; off++) {
+		struct ut_row r = { .start = off, .cfa = UT_CFA_RSP };
+
+		window(code, len, off, w);
+		if (match(w, &rule, &to_end)) {
+			r.cfa_off = rule.cfa;
+			r.rbp = rule.rbp ? UT_RBP_CFA : UT_RBP_SAME;
+			r.rbp_off = rule.rbp;
+			shape_end = off + to_end;
+		} else if (off == shape_end && out->n) {
+			r.cfa = UT_CFA_NONE;	/* past a copy: no rule */
+		} else {
+			continue;	/* inside an instruction: the row goes on */
+		}
+		if (add_row(out, &cap, max_rows, &r)) {
+			free(out->rows);	/* not ut_table_free: no link to the
+						 * CFI parser for this file's users */
+			memset(out, 0, sizeof(*out));
+			return -1;
 		}
 	}
 	return 0;

@@ -29,4 +29,16 @@ struct tramp_rule {
  */
 int tramp_match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rule *rule);
 
+struct ut_table;
+
+/*
+ * The unwind table of len bytes of code holding copies of known shapes
+ * (a CPython trampoline arena: mmap'd, filled with copies, then made
+ * executable), addresses relative to code: a row at every instruction
+ * boundary tramp_match recognises, equal neighbours merged. 0 on success
+ * (out->n 0: no known shape, i.e. other JIT code); -1 if out of memory or
+ * more than max_rows rows (0: UT_MAX_ROWS). Free with ut_table_free.
+ */
+int tramp_build_table(const uint8_t *code, size_t len, size_t max_rows, struct ut_table *out);
+
 #endif

@@ -296,6 +296,19 @@ static void diff_unwinds(struct sample_sink *k, const struct py_target *t,
 			diff_object, ctx);
 }
 
+/* The kinds of the nk pcs unwound in BPF: a perf trampoline's carries
+ * PY_PC_TRAMPOLINE in the record. */
+static void kernel_kinds(struct sample_sink *k, const struct py_sample *s, size_t nk)
+{
+	const uint8_t *p = (const uint8_t *)s + PY_SAMPLE_STACK_OFF(s->h.nframes);
+	uint64_t pc;
+
+	for (size_t i = 0; i < nk; i++) {
+		memcpy(&pc, p + i * 8, 8);
+		k->nkind[i] = pc & PY_PC_TRAMPOLINE ? UNWIND_FRAME_TRAMPOLINE : UNWIND_FRAME_CODE;
+	}
+}
+
 /* The native pcs of a record into k->pcs (unwound in BPF, or here from
  * the copied stack); returns the count. *not_loaded: the BPF walk met a
  * mapping not loaded yet, so the stack is incomplete. */
@@ -314,6 +327,8 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	}
 	if (kernel) {
 		memcpy(k->kpcs, (const uint8_t *)s + off, nk * 8);
+		for (size_t i = 0; i < nk; i++)
+			k->kpcs[i] &= ~PY_PC_TRAMPOLINE;
 		off += nk * 8;
 		*not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
 			      s->h.native_end == PY_NATIVE_END_NO_MAP;
@@ -337,7 +352,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		k->n.native_errors++;
 	}
 	memcpy(k->pcs, k->kpcs, nk * 8);
-	memset(k->nkind, UNWIND_FRAME_CODE, nk);
+	kernel_kinds(k, s, nk);
 	return nk;
 }
 

@@ -38,6 +38,7 @@
 #include "trampoline.h"
 #include "unwind.h"
 #include "unwind_snap.h"
+#include "unwind_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -692,6 +693,45 @@ static void test_tramp_shapes(void)
 	check(tramp_match(code, &r) == 0, "trampoline shape: other code: no match");
 }
 
+/* A trampoline arena as CPython fills it (copies back to back, a partial
+ * copy at the end) -> the table the BPF unwinder gets: per copy rsp+8,
+ * rsp+16 from the call's sub on, rsp+8 from the add on; no rule past the
+ * last whole copy; a mapping of other code: no rows. */
+static void test_tramp_table(void)
+{
+	uint8_t arena[3 * sizeof(tramp_code) + 4];
+	const size_t len = sizeof(tramp_code);
+	const struct ut_row *r;
+	struct ut_table t;
+	int ok = 1;
+
+	memset(arena, 0xcc, sizeof(arena));
+	for (size_t i = 0; i < 3; i++)
+		memcpy(arena + i * len, tramp_code, len);
+	memcpy(arena + 3 * len, tramp_code, 4);
+	ok = tramp_build_table(arena, sizeof(arena), 0, &t) == 0;
+	/* The first copy's rsp+8 row covers the next copy's start too. */
+	check(ok && t.n == 1 + 3 * 2 + 1, "trampoline table: 2 rows per copy and an end row (%zu rows)",
+	      t.n);
+	for (size_t i = 0; i < 3 && t.n == 8; i++) {
+		uint64_t base = i * len;
+
+		r = ut_lookup(&t, base);
+		ok &= r && r->cfa == UT_CFA_RSP && r->cfa_off == 8 && r->rbp == UT_RBP_SAME;
+		r = ut_lookup(&t, base + 5);	/* return address - 1: in the call */
+		ok &= r && r->cfa == UT_CFA_RSP && r->cfa_off == 16;
+		r = ut_lookup(&t, base + 10);	/* the ret */
+		ok &= r && r->cfa == UT_CFA_RSP && r->cfa_off == 8;
+	}
+	r = ut_lookup(&t, 3 * len + 1);
+	check(ok && r && r->cfa == UT_CFA_NONE, "trampoline table: rules per copy, none after");
+	ut_table_free(&t);
+	memset(arena, 0x90, sizeof(arena));
+	ok = tramp_build_table(arena, sizeof(arena), 0, &t) == 0;
+	check(ok && t.n == 0, "trampoline table: other code has no rows");
+	ut_table_free(&t);
+}
+
 /* A copy of this binary, deleted while it runs: map_files still opens it. */
 static void test_deleted(const char *self)
 {
@@ -1057,6 +1097,7 @@ int main(int argc, char **argv)
 	test_nocfi_chain(self);
 	test_jit_frame(self);
 	test_tramp_shapes();
+	test_tramp_table();
 	test_trampoline(self);
 	test_deleted(self);
 	test_refresh(self);
