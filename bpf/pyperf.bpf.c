@@ -239,7 +239,57 @@ struct walk_ctx {
 	__u64 cframe;	/* PY_FRAMES_CFRAME: the _PyCFrame the walk began at */
 	__u32 n;
 	int err;
+	int compact;	/* frames as struct py_frame_compact (SAMPLE_F_COMPACT) */
 };
+
+/* Records frame n (< PYPERF_MAX_FRAMES) of s from *f, full or compact.
+ * Global, like the two below: verified once, not once per path of the
+ * walk's bpf_loop callback (which exceeded the verifier's limit). */
+__noinline int put_frame(struct py_sample *s, __u32 n, int compact,
+			 const struct py_frame_rec *f)
+{
+	struct py_frame_compact *c;
+
+	if (!s || !f)
+		return 0;
+	n &= PYPERF_MAX_FRAMES - 1;
+	if (compact) {
+		c = (struct py_frame_compact *)s->frames + n;
+		c->code_flags = f->code | f->flags;
+		c->lasti = f->lasti;
+		return 0;
+	}
+	s->frames[n] = *f;
+	return 0;
+}
+
+/* Sets FRAME_F_ENTRY in frame n; 0 if it was set already. */
+__noinline int mark_entry(struct py_sample *s, __u32 n, int compact)
+{
+	struct py_frame_compact *c;
+
+	if (!s)
+		return 0;
+	n &= PYPERF_MAX_FRAMES - 1;
+	if (compact) {
+		c = (struct py_frame_compact *)s->frames + n;
+		if (c->code_flags & FRAME_F_ENTRY)
+			return 0;
+		c->code_flags |= FRAME_F_ENTRY;
+		return 1;
+	}
+	if (s->frames[n].flags & FRAME_F_ENTRY)
+		return 0;
+	s->frames[n].flags |= FRAME_F_ENTRY;
+	return 1;
+}
+
+static __always_inline void put_empty(struct walk_ctx *c, __u32 n)
+{
+	struct py_frame_rec f = { .flags = FRAME_F_ENTRY | FRAME_F_EMPTY };
+
+	put_frame(c->s, n, c->compact, &f);
+}
 
 /* One read of the frame's first off->frame_span bytes, decoded by the
  * step shared with the unit tests (bpf/pyperf.h). Every field lies
@@ -279,11 +329,7 @@ static __always_inline long caller_cframe(struct walk_ctx *c)
 		c->s->h.flags |= SAMPLE_F_BAD_CHAIN;
 		return 1;
 	}
-	c->s->frames[0].code = 0;
-	c->s->frames[0].lasti = 0;
-	c->s->frames[0].self = 0;
-	c->s->frames[0].flags = FRAME_F_ENTRY | FRAME_F_EMPTY;
-	c->s->frames[0].tlbc = 0;
+	put_empty(c, 0);
 	c->n = 1;
 	c->cframe = 0;
 	c->frame = f;
@@ -326,30 +372,22 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	/* A shim frame carries no Python code but marks where an eval-loop
 	 * call began: the frame recorded before it is its outermost. */
 	if (verdict == PY_FRAME_SHIM) {
-		if (n > 0 && n <= PYPERF_MAX_FRAMES &&
-		    !(c->s->frames[n - 1].flags & FRAME_F_ENTRY)) {
-			c->s->frames[n - 1].flags |= FRAME_F_ENTRY;
+		if (n > 0 && n <= PYPERF_MAX_FRAMES && mark_entry(c->s, n - 1, c->compact))
 			return 0;
-		}
 		/* No Python frame since the previous shim: this eval-loop
 		 * call is between frames (just entered, or clearing the frame
 		 * it returned from). An empty group keeps the merge paired. */
 		if (n < PYPERF_MAX_FRAMES) {
-			c->s->frames[n].code = 0;
-			c->s->frames[n].lasti = 0;
-			c->s->frames[n].self = 0;
-			c->s->frames[n].flags = FRAME_F_ENTRY | FRAME_F_EMPTY;
-			c->s->frames[n].tlbc = 0;
+			put_empty(c, n);
 			c->n = n + 1;
 		}
 		return 0;
 	}
 	if (n < PYPERF_MAX_FRAMES) {
-		c->s->frames[n].code = f.code;
-		c->s->frames[n].lasti = f.lasti;
-		c->s->frames[n].self = f.self;
-		c->s->frames[n].flags = py_frame_flags(off, &f);
-		c->s->frames[n].tlbc = f.tlbc;
+		struct py_frame_rec r = { .code = f.code, .lasti = f.lasti, .self = f.self,
+					  .flags = py_frame_flags(off, &f), .tlbc = f.tlbc };
+
+		put_frame(c->s, n, c->compact, &r);
 		c->n = n + 1;
 	}
 	return 0;
@@ -866,7 +904,8 @@ static __always_inline void count_end(__u8 end)
 
 /* Unwinds the user stack from the interrupted registers into pcs after
  * frames[n]; returns how many. */
-static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u32 n)
+static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u32 n,
+					   __u32 fsize)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -889,7 +928,9 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 	w.r.top = BPF_CORE_READ(task, mm, start_stack);
 	if (w.r.top <= w.r.sp)
 		w.r.top = 0;	/* another thread's stack: its top holds the TCB */
-	w.pc_off = (n > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : n) * sizeof(struct py_frame_rec);
+	w.pc_off = (n > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : n) *
+		   (fsize == sizeof(struct py_frame_rec) ? sizeof(struct py_frame_rec)
+							 : sizeof(struct py_frame_compact));
 
 	bpf_loop(PYPERF_MAX_NATIVE + 1, nwalk_step, &w, 0);
 	s->h.native_end = w.end;
@@ -910,7 +951,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	struct py_proc_config *cfg;
 	struct py_sample *s;
 	__u64 tstate, size;
-	__u32 npcs = 0;
+	__u32 npcs = 0, fsize;
+	void *out;
 	int err = 0;
 
 	if (pidns_ino == PROC_PID_INIT_INO) {
@@ -941,6 +983,12 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.nkframes = 0;
 	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
 
+	/* A compact record (bpf/pyperf.h) where nothing needs regs, self or
+	 * tlbc. */
+	w.compact = (!stack_bytes || unwind_mode == PY_UNWIND_KERNEL) &&
+		    cfg->off.frame_localsplus == PYPERF_NO_FIELD &&
+		    cfg->off.frame_tlbc_index == PYPERF_NO_FIELD;
+	fsize = w.compact ? sizeof(struct py_frame_compact) : sizeof(struct py_frame_rec);
 	tstate = find_tstate(cfg, tid, &err);
 	s->h.tstate = tstate;
 	s->h.flags |= gil_state(cfg, tstate);
@@ -973,13 +1021,12 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 
 		if ((__s64)ip < 0)
 			s->h.flags |= SAMPLE_F_KERNEL;
-		npcs = unwind_native(s, tgid, w.n);
+		npcs = unwind_native(s, tgid, w.n, fsize);
 		stat_add(STAT_NATIVE_NS, bpf_ktime_get_ns() - t0);
 	}
 	s->h.stack_len = stack_bytes && unwind_mode != PY_UNWIND_KERNEL ?
 			 copy_user_stack(ip, s, w.n, npcs) : 0;
-	size = sizeof(s->h) + (__u64)w.n * sizeof(s->frames[0]) + (__u64)npcs * 8 +
-	       s->h.stack_len;
+	size = sizeof(s->h) + (__u64)w.n * fsize + (__u64)npcs * 8 + s->h.stack_len;
 	/* ip has the top bit set: interrupted in the kernel (x86_64). */
 	if (kernel_stacks && (__s64)ip < 0) {
 		s->h.nkframes = copy_kernel_stack(ctx, s, size);
@@ -987,7 +1034,15 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	}
 	if (size > sizeof(*s))
 		size = sizeof(*s);
-	if (bpf_ringbuf_output(&events, s, size, wakeup_flag()))
+	out = s;
+	if (w.compact) {
+		/* The header's first part moves over regs, next to its tail. */
+		s->h.flags |= SAMPLE_F_COMPACT;
+		__builtin_memcpy((void *)s + PY_SAMPLE_REGS_LEN, s, PY_SAMPLE_REGS_OFF);
+		out = (void *)s + PY_SAMPLE_REGS_LEN;
+		size -= PY_SAMPLE_REGS_LEN;
+	}
+	if (bpf_ringbuf_output(&events, out, size, wakeup_flag()))
 		stat_inc(STAT_LOST);
 	else
 		stat_inc(STAT_SENT);

@@ -9,6 +9,7 @@
 #  - a library loaded after attach (tests/workloads/late_native.py): its
 #    first samples are marked "mapping not loaded yet" (never unwound
 #    wrong), its tables are loaded on that miss, later samples agree;
+#  - compact records (--no-native, --unwind kernel) replay as recorded;
 #  - the native end-to-end scenario (tests/e2e.sh) passes unchanged with
 #    --unwind kernel on Debian's stripped python3.11.
 # Exit 0 pass, 1 fail, 77 skip.
@@ -131,6 +132,32 @@ if start /usr/bin/python3.11 "$TOP_SRCDIR/tests/workloads/late_native.py" 60 "$w
 else
 	stop
 	echo "note: /usr/bin/python3.11 not present: late-load case skipped"
+fi
+
+# Compact records (no registers, 16-byte frames: --unwind kernel and
+# --no-native on 3.11+): recorded live, replayed to the same bytes; the
+# kernel-mode ones are read without a malformed record.
+if start /usr/bin/python3.11 "$TOP_SRCDIR/tests/workloads/native.py" 60; then
+	"$PYPERF" --pid $pid -d 1500 --no-native -q --record "$work/nn.rec" --format collapsed \
+		-o "$work/nn.live" 2> "$work/nn.log"
+	"$PYPERF" --pid $pid -d 1500 --unwind kernel -v --record "$work/k.rec" \
+		-o "$work/k.pb.gz" > "$work/k.log" 2>&1
+	stop
+	"$PYPERF" --replay "$work/nn.rec" -q --format collapsed -o "$work/nn.replay" 2>> "$work/nn.log"
+	per=$(sed -n 's/.*records: [0-9]* bytes, \([0-9]*\) bytes per record.*/\1/p' "$work/k.log")
+	if ! [ -s "$work/nn.live" ] || ! cmp -s "$work/nn.live" "$work/nn.replay"; then
+		echo "FAIL unwind-diff/compact: the --no-native recording does not replay to the live output"
+		sed 's/^/  /' "$work/nn.log"
+		failed=1
+	elif ! grep -q ' 0 malformed records' "$work/k.log" || [ -z "$per" ]; then
+		echo "FAIL unwind-diff/compact: kernel-mode records malformed or not counted"
+		sed 's/^/  /' "$work/k.log"
+		failed=1
+	else
+		echo "PASS unwind-diff/compact: --no-native replay identical; --unwind kernel $per bytes per record"
+	fi
+else
+	stop
 fi
 
 # The native end-to-end checks, unchanged, on the kernel unwinder.

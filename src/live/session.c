@@ -185,7 +185,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	const struct py_target *t;
 	int r;
 
-	if (size < sizeof(*h))
+	if (size < PY_SAMPLE_COMPACT_HDR)
 		return 0;
 	t = targets_find(&s->ts, (pid_t)h->pid);
 	if (!t)

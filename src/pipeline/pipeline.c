@@ -115,6 +115,7 @@ void pipeline_free(struct pipeline *p)
 	pythread_cache_free(k->threads);
 	pyasyncio_cache_free(k->tasks);
 	unwind_ctx_free(k->unw);
+	free(k->full);
 	nsym_ctx_free(k->nsym);
 	if (p->own_objs)
 		objcache_free(k->objs);

@@ -6,6 +6,7 @@
  */
 #include "sample.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,6 +630,51 @@ void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 	}
 }
 
+/* A compact record (SAMPLE_F_COMPACT, bpf/pyperf.h) into the full
+ * layout in k->full: regs zeroed, frames of 32 bytes. 0, or -1 if out of
+ * memory; *rec and *size then describe the full record. A malformed one
+ * is left as it is for sample_add to refuse. */
+static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
+{
+	const uint8_t *c = *rec;
+	const size_t fhdr = sizeof(struct py_sample_hdr), chdr = PY_SAMPLE_COMPACT_HDR;
+	struct py_frame_compact fc;
+	struct py_frame_rec *f;
+	size_t n, need, rest;
+	uint16_t nframes;
+
+	if (*size < chdr)
+		return 0;
+	memcpy(&nframes, c + offsetof(struct py_sample_hdr, nframes), sizeof(nframes));
+	n = nframes;
+	if (n > PYPERF_MAX_FRAMES || *size < chdr + n * sizeof(fc))
+		return 0;
+	rest = *size - chdr - n * sizeof(fc);
+	need = fhdr + n * sizeof(*f) + rest;
+	if (need > k->full_cap) {
+		uint8_t *b = realloc(k->full, need);
+
+		if (!b)
+			return -1;
+		k->full = b;
+		k->full_cap = need;
+	}
+	memcpy(k->full, c, PY_SAMPLE_REGS_OFF);
+	memset(k->full + PY_SAMPLE_REGS_OFF, 0, PY_SAMPLE_REGS_LEN);
+	memcpy(k->full + PY_SAMPLE_REGS_OFF + PY_SAMPLE_REGS_LEN, c + PY_SAMPLE_REGS_OFF,
+	       chdr - PY_SAMPLE_REGS_OFF);
+	f = (struct py_frame_rec *)(k->full + fhdr);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&fc, c + chdr + i * sizeof(fc), sizeof(fc));
+		f[i] = (struct py_frame_rec){ .code = fc.code_flags & ~(uint64_t)7,
+			.lasti = fc.lasti, .flags = (uint32_t)(fc.code_flags & 7) };
+	}
+	memcpy(k->full + fhdr + n * sizeof(*f), c + chdr + n * sizeof(fc), rest);
+	*rec = k->full;
+	*size = need;
+	return 0;
+}
+
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size)
 {
@@ -644,7 +690,12 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		return o ? offcpu_end(k, t, o, s->h.time_ns) : 0;
 	}
 	k->n.records++;
-	k->n.record_bytes += size;
+	k->n.record_bytes += size;	/* as sent */
+	if (size >= PY_SAMPLE_COMPACT_HDR && (s->h.flags & SAMPLE_F_COMPACT)) {
+		if (expand_compact(k, &rec, &size))
+			return -1;
+		s = rec;
+	}
 	if (size < sizeof(s->h) ||
 	    s->h.nframes > PYPERF_MAX_FRAMES ||
 	    size < sizeof(s->h) + s->h.nframes * sizeof(s->frames[0])) {

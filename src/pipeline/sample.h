@@ -109,6 +109,8 @@ struct sample_sink {
 	void *native_miss_ctx;
 	struct native_diff *diff;		/* --unwind both: compare the two */
 	pysym_clock_fn clock;			/* live only: see pysym_validate */
+	uint8_t *full;				/* a compact record, expanded */
+	size_t full_cap;
 	uint64_t kpcs[PYPERF_MAX_NATIVE];
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];

@@ -156,7 +156,7 @@ static int on_sample(struct replayer *rp, const struct rec_event *e, uint64_t se
 
 	rec_replay_set_seq(rp->r, seq);
 	/* session.c's on_record(): too short or of no target, dropped. */
-	if (e->len < sizeof(*h)) {
+	if (e->len < PY_SAMPLE_COMPACT_HDR) {
 		rp->st->skipped++;
 		return 0;
 	}
