@@ -12,7 +12,6 @@
 #include "pyperf.h"
 
 #define DEFAULT_PERIOD 1000000ULL	/* 1 ms of cpu-clock: 1000 Hz */
-#define DEFAULT_RINGBUF (8u << 20)
 #define DEFAULT_STACK	(32u << 10)
 
 static void usage(FILE *f)
@@ -47,7 +46,8 @@ static void usage(FILE *f)
 "      --mode MODE          cpu (default): time on the CPU; wall: also time\n"
 "                           off it (sleep, I/O, locks, GIL), every thread\n"
 "      --gil                only samples of threads holding the GIL\n"
-"      --ringbuf-size BYTES BPF ring buffer size (default 8 MiB)\n"
+"      --ringbuf-size BYTES BPF ring buffer size (default: 100 ms of records\n"
+"                           at the sampling rate on every CPU, 8 MiB at least)\n"
 "      --no-native          Python frames only: do not copy and unwind the\n"
 "                           native stack (cheaper)\n"
 "      --native             merge native frames into the stacks (default)\n"
@@ -302,7 +302,7 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 	cfg->out = "profile.pb.gz";
 	cfg->event = "cpu-clock";
 	cfg->sample_period = DEFAULT_PERIOD;
-	cfg->ringbuf_bytes = DEFAULT_RINGBUF;
+	cfg->ringbuf_bytes = 0;		/* from the rate (bpf_attach.c) */
 	cfg->stack_bytes = DEFAULT_STACK;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:d:o:e:c:F:vqh", long_opts, NULL)) != -1) {

@@ -15,7 +15,7 @@ struct config {
 	const char *event;		/* "cpu-clock", "task-clock", "cycles" */
 	uint64_t sample_period;		/* events per sample; 0 when frequency set */
 	uint64_t frequency;		/* samples per second; 0 when period set */
-	uint32_t ringbuf_bytes;
+	uint32_t ringbuf_bytes;		/* 0: sized from the rate */
 	uint32_t stack_bytes;		/* user stack copied per sample; 0: no native */
 	int unwind_mode;		/* enum py_unwind_mode (bpf/pyperf.h) */
 	int verbose;

@@ -37,13 +37,35 @@ void bpf_attach_log_level(int verbose)
 	libbpf_set_print(libbpf_print);
 }
 
+/* The ring buffer, unless --ringbuf-size: 100 ms of records (the reader
+ * polls every 100 ms and is woken at 256 KiB) at the sampling rate on
+ * every CPU. A record is under 1 KiB without a stack copy (compact
+ * records, bpf/pyperf.h: ~0.8 KiB on a deep program) plus the copy. At
+ * least the former fixed 8 MiB, at most 256 MiB. */
+static uint32_t ring_bytes(const struct config *cfg, int ncpus)
+{
+	uint64_t hz = 1000, rec = 1024, want, ring = 8u << 20;
+
+	if (cfg->frequency)
+		hz = cfg->frequency;
+	else if (cfg->sample_period && cfg->event && strstr(cfg->event, "clock"))
+		hz = 1000000000ull / cfg->sample_period;	/* ns of a clock */
+	if (cfg->stack_bytes && cfg->unwind_mode != PY_UNWIND_KERNEL)
+		rec += cfg->stack_bytes;
+	want = hz * (uint64_t)(ncpus > 0 ? ncpus : 1) * rec / 10;
+	while (ring < want && ring < (256u << 20))
+		ring <<= 1;
+	return (uint32_t)ring;
+}
+
 /* Settings the program reads as constants: fixed before it is loaded. */
 static int configure(struct bpf_attach *a, const struct config *cfg)
 {
 	struct pyperf_bpf *skel = a->skel;
 	struct stat ns;
 
-	bpf_map__set_max_entries(skel->maps.events, cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(skel->maps.events, cfg->ringbuf_bytes ? cfg->ringbuf_bytes :
+				 ring_bytes(cfg, libbpf_num_possible_cpus()));
 	bpf_map__set_max_entries(skel->maps.procs, TARGETS_MAX);
 	if (!cfg->wall)
 		bpf_program__set_autoload(skel->progs.on_switch, false);
