@@ -27,7 +27,7 @@
 #include <bpf/bpf.h>
 #include <linux/bpf.h>
 
-#define KT_RELOAD_NS	(200ull * 1000 * 1000)	/* per process, at most */
+#define KT_RELOAD_NS	(20ull * 1000 * 1000)	/* per process, at most */
 #define KT_PIDS		4096			/* reload throttle slots */
 #define KT_SEGS		16
 #define KT_VDSO_INO	UINT64_MAX		/* the vDSO's key: no file */
