@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for recordings (src/record/record.c) and their replay
+ * libFuzzer target for recordings (src/record/recording.c) and their replay
  * (src/record/replay.c): the input is a recording. An input that does not start
  * with the "PYPFREC1" header is taken as a stored (uncompressed) body, so
  * the fuzzer mutates records directly; one that does goes through the

@@ -79,7 +79,7 @@ sources() {
 	debug_frame) echo "src/native/debug_frame.c" ;;
 	unwind_table) echo "src/native/unwind_table.c src/target/elffile.c src/target/live_src.c" ;;
 	profile) echo "src/pipeline/profile.c src/output/pprof_write.c src/output/collapsed.c" ;;
-	replay) echo "src/record/record.c src/record/replay.c src/target/proc.c src/target/elffile.c src/target/live_src.c src/pipeline/sample.c src/pipeline/merge.c src/pipeline/native_diff.c
+	replay) echo "src/record/record_codec.c src/record/recorder.c src/record/elf_reduce.c src/record/recording.c src/record/replay_src.c src/record/replay.c src/target/proc.c src/target/elffile.c src/target/live_src.c src/pipeline/sample.c src/pipeline/merge.c src/pipeline/native_diff.c
 		src/native/objcache.c src/native/debug_frame.c src/native/unwind.c src/native/trampoline.c src/native/nsym.c src/native/plt.c src/native/ksym.c
 		src/pipeline/native_filter.c src/pipeline/symgap.c src/python/pysym.c src/python/pythread.c src/python/pyasyncio.c src/python/pyasyncio_debug.c src/python/linetable.c
 		src/python/pyoffsets_table.c src/python/pydebugoffsets.c src/python/pylayout.c

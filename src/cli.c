@@ -276,7 +276,7 @@ static int handle_opt(int c, struct config *cfg)
 			return -1;
 		}
 		return 0;
-	case OPT_RECORD:	/* record and replay: src/record/record.c */
+	case OPT_RECORD:	/* record and replay: src/record/record.h */
 		cfg->record = optarg;
 		return 0;
 	case OPT_REPLAY:

@@ -4,6 +4,10 @@
  * unwinding, symbolization, merge and output code, offline and without
  * BPF or root.
  *
+ * Written by recorder.c (ELF files reduced by elf_reduce.c), read back by
+ * recording.c, served by replay_src.c; record_codec.h is the byte
+ * encoding all three share and record_internal.h the rest they share.
+ *
  * What is recorded: the raw ring-buffer records exactly as sample_add()
  * got them (registers, copied stack, Python frame records), each target's
  * identity (version, runtime addresses, labels), every successful read of
@@ -124,9 +128,9 @@ const struct target_src *record_src(struct recorder *rec);
 void record_meta(struct recorder *rec, const struct rec_meta *m);
 void record_target(struct recorder *rec, const struct py_target *t);
 void record_forget(struct recorder *rec, const struct py_target *t);
-/* Around sample_add() of each record: files and maps are recorded only
- * while a sample is being added (that is when the unwinder and the
- * symbolizer read them); memory always. */
+/* Around sample_add() of each record: the SAMPLE is written and counted,
+ * and the reads after it carry its number (seq). Memory, files and maps
+ * are recorded whenever they are read, in a sample or not. */
 void record_sample(struct recorder *rec, const void *data, size_t size);
 void record_sample_end(struct recorder *rec);
 void record_tick(struct recorder *rec, const struct pipeline_tick *k);

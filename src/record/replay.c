@@ -2,7 +2,7 @@
  * Replay of a recording: the pipeline of a live session
  * (src/pipeline/pipeline.c) fed with the recorded events - targets,
  * forgets, samples, interval ticks - instead of BPF, with every read of a
- * target served by the recording (src/record/record.c). The pipeline's
+ * target served by the recording (src/record/replay_src.c). The pipeline's
  * settings come from the recording's META, so a replayed profile equals
  * the one the live run wrote, name and interval included.
  */

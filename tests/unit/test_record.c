@@ -1,5 +1,6 @@
 /*
- * Unit tests of recordings (src/record/record.c), on this test process itself:
+ * Unit tests of recordings (src/record/recorder.c, recording.c, replay_src.c,
+ * elf_reduce.c), on this test process itself:
  * memory reads, /proc/PID/maps and ELF files pass the seam while recording
  * and are served from the recording when replaying (changed memory by
  * sample, ranges inside a recorded read, unrecorded reads failing, batched
