@@ -5,18 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "ksym.h"
-
-static int failures, passes;
-
-static void expect(const char *what, int ok)
-{
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	if (ok)
-		passes++;
-	else
-		failures++;
-}
 
 static void write_file(const char *path, const char *text)
 {
@@ -51,26 +41,25 @@ int main(void)
 		   "ffffffff81300000 t read_zero\t[mem]\n"
 		   "garbage line\n");
 	t = ksym_load(path, err, sizeof(err));
-	expect("a kallsyms file loads", t != NULL);
+	check(t != NULL, "a kallsyms file loads");
 	if (t) {
-		expect("text symbols only", ksym_count(t) == 4);
-		expect("before the first symbol: none", ksym_name(t, 0xffffffff80000000ull) == NULL);
-		expect("inside ksys_read (unsorted input)", same(ksym_name(t, 0xffffffff81100010ull), "ksys_read"));
-		expect("data symbols do not split functions", same(ksym_name(t, 0xffffffff81150010ull), "ksys_read"));
-		expect("exact start", same(ksym_name(t, 0xffffffff81200000ull), "vfs_read"));
-		expect("module symbol", same(ksym_name(t, 0xffffffff81300040ull), "read_zero"));
-		expect("far past the last symbol: none", ksym_name(t, 0xffffffff91300040ull) == NULL);
+		check(ksym_count(t) == 4, "text symbols only");
+		check(ksym_name(t, 0xffffffff80000000ull) == NULL, "before the first symbol: none");
+		check(same(ksym_name(t, 0xffffffff81100010ull), "ksys_read"), "inside ksys_read (unsorted input)");
+		check(same(ksym_name(t, 0xffffffff81150010ull), "ksys_read"), "data symbols do not split functions");
+		check(same(ksym_name(t, 0xffffffff81200000ull), "vfs_read"), "exact start");
+		check(same(ksym_name(t, 0xffffffff81300040ull), "read_zero"), "module symbol");
+		check(ksym_name(t, 0xffffffff91300040ull) == NULL, "far past the last symbol: none");
 		ksym_free(t);
 	}
 	write_file(path, "0000000000000000 T _stext\n0000000000000000 t ksys_read\n");
 	t = ksym_load(path, err, sizeof(err));
-	expect("kptr_restrict (all addresses 0): refused with a line naming it",
-	       !t && strstr(err, "kptr_restrict") && strstr(err, "--kernel"));
+	check(!t && strstr(err, "kptr_restrict") && strstr(err, "--kernel"),
+	      "kptr_restrict (all addresses 0): refused with a line naming it");
 	printf("  message: %s\n", err);
 	ksym_free(t);
 	unlink(path);
 	t = ksym_load(path, err, sizeof(err));
-	expect("missing file: refused", !t && strstr(err, "cannot read"));
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	check(!t && strstr(err, "cannot read"), "missing file: refused");
+	return check_exit();
 }

@@ -2,9 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "merge.h"
-
-static int failures, passes;
 
 /* Renders a merged stack as "N0 P1 ..." (leaf first) for comparison. */
 static void render(const struct merge_frame *f, size_t n, char *buf, size_t len)
@@ -17,8 +16,10 @@ static void render(const struct merge_frame *f, size_t n, char *buf, size_t len)
 				      f[i].kind == MERGE_NATIVE ? 'N' : 'P', f[i].index);
 }
 
-static void check(const char *name, const uint8_t *ev, size_t nn, const uint8_t *en,
-		  size_t np, const char *want, unsigned want_mis)
+/* One merge scenario: the rendered stack and the mismatch count it must
+ * give. */
+static void check_merge(const char *name, const uint8_t *ev, size_t nn, const uint8_t *en,
+			size_t np, const char *want, unsigned want_mis)
 {
 	struct merge_frame out[64];
 	unsigned mis;
@@ -26,14 +27,11 @@ static void check(const char *name, const uint8_t *ev, size_t nn, const uint8_t 
 	size_t n = merge_stacks(ev, nn, en, np, out, 64, &mis);
 
 	render(out, n, got, sizeof(got));
-	if (strcmp(got, want) || mis != want_mis) {
-		printf("FAIL %s: got '%s' (%u mismatches), want '%s' (%u)\n", name, got, mis,
-		       want, want_mis);
-		failures++;
-	} else {
-		printf("ok %s: %s\n", name, got);
-		passes++;
-	}
+	if (strcmp(got, want) || mis != want_mis)
+		check(0, "%s: got '%s' (%u mismatches), want '%s' (%u)", name, got, mis, want,
+		      want_mis);
+	else
+		check(1, "%s: %s", name, got);
 }
 
 int main(void)
@@ -52,12 +50,12 @@ int main(void)
 	/* No native frames (native stacks off): Python only. */
 	static const uint8_t en5[] = { 0, 1 };
 
-	check("c-extension-leaf", ev1, 6, en1, 2, "N0 N1 P0 P1 N4 N5", 0);
-	check("callback-through-c", ev2, 6, en2, 4, "P0 N1 N2 P1 P2 P3 N4 N5", 0);
-	check("native-cut-short", ev3, 2, en3, 3, "N0 P0 P1 P2", 1);
-	check("eval-without-python", ev4, 3, NULL, 0, "N0 N1 N2", 1);
-	check("python-only", NULL, 0, en5, 2, "P0 P1", 0);
-	check("empty", NULL, 0, NULL, 0, "", 0);
+	check_merge("c-extension-leaf", ev1, 6, en1, 2, "N0 N1 P0 P1 N4 N5", 0);
+	check_merge("callback-through-c", ev2, 6, en2, 4, "P0 N1 N2 P1 P2 P3 N4 N5", 0);
+	check_merge("native-cut-short", ev3, 2, en3, 3, "N0 P0 P1 P2", 1);
+	check_merge("eval-without-python", ev4, 3, NULL, 0, "N0 N1 N2", 1);
+	check_merge("python-only", NULL, 0, en5, 2, "P0 P1", 0);
+	check_merge("empty", NULL, 0, NULL, 0, "", 0);
 	{
 		/* Output bounded by max even for long inputs. */
 		static uint8_t ev[200], en[200];
@@ -67,14 +65,10 @@ int main(void)
 
 		memset(en, 1, sizeof(en));
 		n = merge_stacks(ev, 200, en, 200, out, 10, &mis);
-		if (n != 10) {
-			printf("FAIL bounded: wrote %zu frames into 10\n", n);
-			failures++;
-		} else {
-			printf("ok bounded\n");
-			passes++;
-		}
+		if (n != 10)
+			check(0, "bounded: wrote %zu frames into 10", n);
+		else
+			check(1, "bounded");
 	}
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return check_exit();
 }

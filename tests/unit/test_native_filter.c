@@ -4,11 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "merge.h"
 #include "native_filter.h"
 #include "symgap.h"
-
-static int failures, passes;
 
 #define I 1	/* in the interpreter object */
 #define O 0	/* in another object */
@@ -18,15 +17,13 @@ struct nframe {
 	int in_interp;
 };
 
-static void expect(const char *what, int ok, const char *got, const char *want)
+/* A check that shows what it got and wanted when it fails. */
+static void check_want(const char *what, int ok, const char *got, const char *want)
 {
-	if (ok) {
-		printf("ok %s\n", what);
-		passes++;
-	} else {
-		printf("FAIL %s: got '%s', want '%s'\n", what, got, want);
-		failures++;
-	}
+	if (ok)
+		check(1, "%s", what);
+	else
+		check(0, "%s: got '%s', want '%s'", what, got, want);
 }
 
 /* Merges n native frames (leaf first; _PyEval_EvalFrameDefault marks the
@@ -55,7 +52,7 @@ static void check_stack(const char *what, const struct nframe *nf, size_t n,
 		len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%s", i ? ";" : "",
 					s ? s : "?");
 	}
-	expect(what, strcmp(got, want) == 0, got, want);
+	check_want(what, strcmp(got, want) == 0, got, want);
 }
 
 static void test_stacks(void)
@@ -147,13 +144,13 @@ static void test_rules(void)
 	for (; r[n].name; n++)
 		;
 	snprintf(got, sizeof(got), "%zu", n);
-	expect("rule table is terminated and not empty", n > 10, got, "> 10");
-	expect("unnamed frame outside the interpreter kept", !native_filter_hides(NULL, 0), "hidden", "kept");
-	expect("unnamed frame in the interpreter hidden", native_filter_hides("", 1), "kept", "hidden");
-	expect("a kept prefix does not leak outside the interpreter scope",
-	       !native_filter_hides("PyObject_Vectorcall", 0), "hidden", "kept");
-	expect("exact rules are exact", native_filter_hides("collect_exception_group_leaf_ids", 1),
-	       "kept", "hidden");
+	check_want("rule table is terminated and not empty", n > 10, got, "> 10");
+	check_want("unnamed frame outside the interpreter kept", !native_filter_hides(NULL, 0), "hidden", "kept");
+	check_want("unnamed frame in the interpreter hidden", native_filter_hides("", 1), "kept", "hidden");
+	check_want("a kept prefix does not leak outside the interpreter scope",
+		   !native_filter_hides("PyObject_Vectorcall", 0), "hidden", "kept");
+	check_want("exact rules are exact", native_filter_hides("collect_exception_group_leaf_ids", 1),
+		   "kept", "hidden");
 }
 
 static void test_symgap(void)
@@ -169,18 +166,18 @@ static void test_symgap(void)
 	for (int i = 0; i < 50; i++)
 		symgap_count(&g, "/opt/x/libfoo.so", "", 0);
 	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
-	expect("stripped interpreter: hint names the package and the debug file",
-	       r == 1 && strstr(buf, "66% of the native frames in /usr/bin/python3.11") &&
-	       strstr(buf, "python3.11-dbg=") &&
-	       strstr(buf, "/usr/lib/debug/.build-id/c5/61f3aa7232f2bd6ac6d56bd475f1c154a00486.debug"),
-	       buf, "66% ... python3.11-dbg= ... .build-id/c5/61f3....debug");
+	check_want("stripped interpreter: hint names the package and the debug file",
+		   r == 1 && strstr(buf, "66% of the native frames in /usr/bin/python3.11") &&
+		   strstr(buf, "python3.11-dbg=") &&
+		   strstr(buf, "/usr/lib/debug/.build-id/c5/61f3aa7232f2bd6ac6d56bd475f1c154a00486.debug"),
+		   buf, "66% ... python3.11-dbg= ... .build-id/c5/61f3....debug");
 	buf[0] = '\0';
 	r = symgap_hint(&g, 1, 100, 10, buf, sizeof(buf));
-	expect("2% unnamed: no hint", r == 0, buf, "");
+	check_want("2% unnamed: no hint", r == 0, buf, "");
 	r = symgap_hint(&g, 2, 100, 10, buf, sizeof(buf));
-	expect("too few frames: no hint", r == 0, buf, "");
+	check_want("too few frames: no hint", r == 0, buf, "");
 	r = symgap_hint(&g, 3, 100, 10, buf, sizeof(buf));
-	expect("out of range: no hint", r == 0, buf, "");
+	check_want("out of range: no hint", r == 0, buf, "");
 	for (int i = 0; i < 2 * SYMGAP_OBJECTS; i++) {
 		char p[32];
 
@@ -188,13 +185,13 @@ static void test_symgap(void)
 		symgap_count(&g, p, "", 1);
 	}
 	snprintf(buf, sizeof(buf), "%zu", g.n);
-	expect("object table bounded", g.n == SYMGAP_OBJECTS, buf, "SYMGAP_OBJECTS");
+	check_want("object table bounded", g.n == SYMGAP_OBJECTS, buf, "SYMGAP_OBJECTS");
 	g.n = 0;
 	for (int i = 0; i < 200; i++)
 		symgap_count(&g, "/usr/lib/libz.so.1", "", 0);
 	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
-	expect("other objects: generic hint", r == 1 && strstr(buf, "dpkg -S /usr/lib/libz.so.1"),
-	       buf, "... dpkg -S /usr/lib/libz.so.1");
+	check_want("other objects: generic hint", r == 1 && strstr(buf, "dpkg -S /usr/lib/libz.so.1"),
+		   buf, "... dpkg -S /usr/lib/libz.so.1");
 }
 
 int main(void)
@@ -202,6 +199,5 @@ int main(void)
 	test_stacks();
 	test_rules();
 	test_symgap();
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return check_exit();
 }

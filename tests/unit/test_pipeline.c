@@ -11,20 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "pipeline.h"
 #include "pprof_write.h"
 #include "profile.pb-c.h"
-
-static int failures, passes;
-
-static void check(int ok, const char *what)
-{
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	if (ok)
-		passes++;
-	else
-		failures++;
-}
 
 #define MAX_WRITES	8
 #define MAX_EVENTS	64
@@ -266,6 +256,5 @@ int main(void)
 	}
 	free(a);
 	free(b);
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return check_exit();
 }

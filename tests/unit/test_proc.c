@@ -2,15 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "proc.h"
-
-static int passes, failures;
-
-static void check(int ok, const char *what)
-{
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	ok ? passes++ : failures++;
-}
 
 static void test_maps(void)
 {
@@ -59,6 +52,5 @@ int main(void)
 {
 	test_maps();
 	test_container_id();
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return check_exit();
 }

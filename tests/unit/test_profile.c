@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE		/* mkdtemp */
 
+#include "check.h"
 #include "profile.h"
 #include "pprof_write.h"
 #include "profile.pb-c.h"
@@ -12,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,26 +22,6 @@
 #include <zlib.h>
 
 typedef Perftools__Profiles__Profile pb_profile;
-
-struct results {
-	unsigned int passed;
-	unsigned int failed;
-};
-
-static void check(struct results *r, int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		r->passed++;
-	else
-		r->failed++;
-}
 
 /* Validates UTF-8 by decoding code points, independently of profile.c. */
 static int utf8_ok(const char *str)
@@ -250,7 +230,7 @@ static const char *pb_problem(const pb_profile *m)
 	return why;
 }
 
-static void test_intern(struct results *r)
+static void test_intern(void)
 {
 	struct profile *p = profile_new();
 	struct profile_view v;
@@ -258,18 +238,18 @@ static void test_intern(struct results *r)
 	int64_t a, b, first = 0;
 	int same = 1, i;
 
-	check(r, p != NULL, "profile_new");
+	check(p != NULL, "profile_new");
 	if (!p)
 		return;
 	profile_get_view(p, &v);
-	check(r, v.nstrings == 1 && !strcmp(v.strings[0], ""),
+	check(v.nstrings == 1 && !strcmp(v.strings[0], ""),
 	      "intern: index 0 is \"\" in a new profile");
-	check(r, profile_intern(p, "") == 0 && profile_intern(p, NULL) == 0,
+	check(profile_intern(p, "") == 0 && profile_intern(p, NULL) == 0,
 	      "intern: \"\" and NULL are index 0");
 	a = profile_intern(p, "hello");
 	b = profile_intern(p, "hello");
-	check(r, a == 1 && b == 1, "intern: same string, same index");
-	check(r, profile_intern(p, "hell") != a &&
+	check(a == 1 && b == 1, "intern: same string, same index");
+	check(profile_intern(p, "hell") != a &&
 	      profile_intern(p, "hello!") != a,
 	      "intern: prefix and extension are distinct strings");
 	for (i = 0; i < 20000; i++) {
@@ -286,14 +266,14 @@ static void test_intern(struct results *r)
 			same = 0;
 	}
 	profile_get_view(p, &v);
-	check(r, same && v.nstrings == (size_t)first + 20000,
+	check(same && v.nstrings == (size_t)first + 20000,
 	      "intern: 20000 strings grow the table, indexes stable");
-	check(r, !strcmp(v.strings[first + 12345], "s12345"),
+	check(!strcmp(v.strings[first + 12345], "s12345"),
 	      "intern: string stored at its index");
 	profile_free(p);
 }
 
-static void test_utf8(struct results *r)
+static void test_utf8(void)
 {
 	static const struct {
 		const char *in, *want, *what;
@@ -316,48 +296,48 @@ static void test_utf8(struct results *r)
 	size_t i;
 
 	if (!p) {
-		check(r, 0, "utf8: profile_new");
+		check(0, "utf8: profile_new");
 		return;
 	}
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		idx = profile_intern(p, cases[i].in);
 		profile_get_view(p, &v);
-		check(r, idx > 0 && !strcmp(v.strings[idx], cases[i].want) &&
+		check(idx > 0 && !strcmp(v.strings[idx], cases[i].want) &&
 		      profile_intern(p, cases[i].want) == idx,
 		      "utf8: %s", cases[i].what);
 	}
 	profile_free(p);
 }
 
-static void test_functions(struct results *r)
+static void test_functions(void)
 {
 	struct profile *p = profile_new();
 	struct profile_view v;
 	uint64_t a, b, c, d;
 
 	if (!p) {
-		check(r, 0, "functions: profile_new");
+		check(0, "functions: profile_new");
 		return;
 	}
 	a = profile_function(p, "main", NULL, "app.py", 1);
 	b = profile_function(p, "work", NULL, "app.py", 10);
 	c = profile_function(p, "main", NULL, "app.py", 1);
 	d = profile_function(p, "main", NULL, "app.py", 2);
-	check(r, a == 1 && b == 2 && c == 1 && d == 3,
+	check(a == 1 && b == 2 && c == 1 && d == 3,
 	      "functions: dedup, ids 1..N in insertion order");
 	profile_get_view(p, &v);
-	check(r, v.nfunctions == 3 && v.functions[0].system_name == 0 &&
+	check(v.nfunctions == 3 && v.functions[0].system_name == 0 &&
 	      !strcmp(v.strings[v.functions[1].filename], "app.py"),
 	      "functions: NULL system_name stored as \"\", filename stored");
-	check(r, profile_function(p, "main", "_main", "app.py", 1) == 4,
+	check(profile_function(p, "main", "_main", "app.py", 1) == 4,
 	      "functions: different system_name is a different function");
-	check(r, profile_function(p, "main", "main", "app.py", 1) == 1,
+	check(profile_function(p, "main", "main", "app.py", 1) == 1,
 	      "functions: system_name equal to name stored as \"\" "
 	      "(pprof would demangle \"<module>\" to \"\")");
 	profile_free(p);
 }
 
-static void test_mappings(struct results *r)
+static void test_mappings(void)
 {
 	struct profile_mapping_desc m = {
 		.memory_start = 0x1000, .memory_limit = 0x2000,
@@ -368,19 +348,19 @@ static void test_mappings(struct results *r)
 	uint64_t a, b, c;
 
 	if (!p) {
-		check(r, 0, "mappings: profile_new");
+		check(0, "mappings: profile_new");
 		return;
 	}
 	a = profile_mapping(p, &m);
 	b = profile_mapping(p, &m);
 	m.has_line_numbers = true;
 	c = profile_mapping(p, &m);
-	check(r, a == 1 && b == 1 && c == 2,
+	check(a == 1 && b == 1 && c == 2,
 	      "mappings: dedup on every field, ids 1..N");
 	profile_free(p);
 }
 
-static void test_locations(struct results *r)
+static void test_locations(void)
 {
 	struct profile *p = profile_new();
 	struct profile_line lines[2];
@@ -388,7 +368,7 @@ static void test_locations(struct results *r)
 	uint64_t f1, f2, a, b, c, d;
 
 	if (!p) {
-		check(r, 0, "locations: profile_new");
+		check(0, "locations: profile_new");
 		return;
 	}
 	f1 = profile_function(p, "f", NULL, "a.py", 1);
@@ -396,24 +376,24 @@ static void test_locations(struct results *r)
 	a = profile_location(p, 0, 0, f1, 3);
 	b = profile_location(p, 0, 0, f1, 4);
 	c = profile_location(p, 0, 0, f1, 3);
-	check(r, a == 1 && b == 2 && c == 1,
+	check(a == 1 && b == 2 && c == 1,
 	      "locations: dedup on (mapping, address, function, line)");
 	errno = 0;
-	check(r, profile_location(p, 0, 0, 99, 3) == 0 && errno == EINVAL,
+	check(profile_location(p, 0, 0, 99, 3) == 0 && errno == EINVAL,
 	      "locations: unknown function id rejected");
-	check(r, profile_location(p, 7, 0, f1, 3) == 0,
+	check(profile_location(p, 7, 0, f1, 3) == 0,
 	      "locations: unknown mapping id rejected");
 	lines[0] = (struct profile_line){ f2, 11 };
 	lines[1] = (struct profile_line){ f1, 3 };
 	d = profile_location_lines(p, 0, 0, lines, 2);
-	check(r, d == 3 && profile_location_lines(p, 0, 0, lines, 2) == 3,
+	check(d == 3 && profile_location_lines(p, 0, 0, lines, 2) == 3,
 	      "locations: several lines (inlined) are one location");
 	profile_get_view(p, &v);
-	check(r, v.locations[2].nlines == 2 &&
+	check(v.locations[2].nlines == 2 &&
 	      v.lines[v.locations[2].line_off].function_id == f2 &&
 	      v.lines[v.locations[2].line_off + 1].line == 3,
 	      "locations: lines stored innermost first");
-	check(r, profile_location_lines(p, 0, 0, lines, 0) == 0,
+	check(profile_location_lines(p, 0, 0, lines, 0) == 0,
 	      "locations: a location needs at least one line");
 	profile_free(p);
 }
@@ -441,7 +421,7 @@ static struct profile *sample_profile(uint64_t *locs)
 	return p;
 }
 
-static void test_aggregation(struct results *r)
+static void test_aggregation(void)
 {
 	struct profile_label l1[3] = {
 		{ .key = "pid", .num = 42 }, { .key = "tid", .num = 43 },
@@ -462,32 +442,32 @@ static void test_aggregation(struct results *r)
 	int rc = 0, i;
 
 	if (!p) {
-		check(r, 0, "aggregation: setup");
+		check(0, "aggregation: setup");
 		return;
 	}
 	for (i = 0; i < 1000; i++)
 		rc |= profile_add_sample(p, locs, 3, l1, 3, vals);
-	check(r, rc == 0 && profile_sample_count(p) == 1,
+	check(rc == 0 && profile_sample_count(p) == 1,
 	      "aggregation: 1000 identical samples are one sample");
 	rc = profile_add_sample(p, locs, 3, l2, 3, vals);
-	check(r, rc == 0 && profile_sample_count(p) == 1,
+	check(rc == 0 && profile_sample_count(p) == 1,
 	      "aggregation: label order does not matter");
 	profile_get_view(p, &v);
-	check(r, v.values[0] == 1001 && v.values[1] == 1001000000,
+	check(v.values[0] == 1001 && v.values[1] == 1001000000,
 	      "aggregation: values are summed per sample type");
 	rc = profile_add_sample(p, locs, 3, l3, 3, vals);
-	check(r, rc == 0 && profile_sample_count(p) == 2,
+	check(rc == 0 && profile_sample_count(p) == 2,
 	      "aggregation: different tid label is a different sample");
 	rc = profile_add_sample(p, locs + 1, 2, l1, 3, vals);
-	check(r, rc == 0 && profile_sample_count(p) == 3,
+	check(rc == 0 && profile_sample_count(p) == 3,
 	      "aggregation: different stack is a different sample");
 	rc = profile_add_sample(p, locs, 3, NULL, 0, vals);
-	check(r, rc == 0 && profile_sample_count(p) == 4,
+	check(rc == 0 && profile_sample_count(p) == 4,
 	      "aggregation: no labels is a different sample");
 	profile_free(p);
 }
 
-static void test_sample_errors(struct results *r)
+static void test_sample_errors(void)
 {
 	struct profile_label many[PROFILE_MAX_LABELS + 1];
 	struct profile_label empty_val = { .key = "thread_name", .str = "" };
@@ -499,48 +479,48 @@ static void test_sample_errors(struct results *r)
 	size_t i;
 
 	if (!p) {
-		check(r, 0, "sample errors: setup");
+		check(0, "sample errors: setup");
 		return;
 	}
 	for (i = 0; i < PROFILE_MAX_LABELS + 1; i++)
 		many[i] = (struct profile_label){ .key = "k", .num = (int)i };
-	check(r, profile_add_sample(p, locs, 3, many, PROFILE_MAX_LABELS + 1,
+	check(profile_add_sample(p, locs, 3, many, PROFILE_MAX_LABELS + 1,
 				    vals) == -1 && errno == EINVAL,
 	      "sample errors: more than %d labels rejected",
 	      PROFILE_MAX_LABELS);
-	check(r, profile_add_sample(p, locs, 3, many, PROFILE_MAX_LABELS,
+	check(profile_add_sample(p, locs, 3, many, PROFILE_MAX_LABELS,
 				    vals) == 0,
 	      "sample errors: %d labels accepted", PROFILE_MAX_LABELS);
-	check(r, profile_add_sample(p, locs, 3, &no_key, 1, vals) == -1,
+	check(profile_add_sample(p, locs, 3, &no_key, 1, vals) == -1,
 	      "sample errors: label without key rejected");
-	check(r, profile_add_sample(p, &bad, 1, NULL, 0, vals) == -1,
+	check(profile_add_sample(p, &bad, 1, NULL, 0, vals) == -1,
 	      "sample errors: unknown location id rejected");
-	check(r, profile_add_sample(p, locs, 3, &empty_val, 1, vals) == 0,
+	check(profile_add_sample(p, locs, 3, &empty_val, 1, vals) == 0,
 	      "sample errors: empty string label accepted");
 	profile_get_view(p, &v);
-	check(r, v.samples[v.nsamples - 1].nlabels == 0,
+	check(v.samples[v.nsamples - 1].nlabels == 0,
 	      "sample errors: empty string label dropped");
-	check(r, profile_add_sample_type(p, "wall", "nanoseconds") == -1 &&
+	check(profile_add_sample_type(p, "wall", "nanoseconds") == -1 &&
 	      errno == EBUSY, "sample errors: sample type after samples");
 	profile_free(p);
 	p = profile_new();
 	if (!p)
 		return;
-	check(r, profile_add_sample(p, NULL, 0, NULL, 0, vals) == -1,
+	check(profile_add_sample(p, NULL, 0, NULL, 0, vals) == -1,
 	      "sample errors: sample without sample types rejected");
-	check(r, profile_add_sample_type(p, "cpu-time", "ns") == -1 &&
+	check(profile_add_sample_type(p, "cpu-time", "ns") == -1 &&
 	      errno == EINVAL, "sample errors: '-' in sample type rejected");
-	check(r, profile_add_sample_type(p, "cpu", "ns") == 0 &&
+	check(profile_add_sample_type(p, "cpu", "ns") == 0 &&
 	      profile_add_sample_type(p, "cpu", "ns") == -1,
 	      "sample errors: duplicate sample type rejected");
-	check(r, profile_set_default_sample_type(p, "wall") == -1 &&
+	check(profile_set_default_sample_type(p, "wall") == -1 &&
 	      profile_set_default_sample_type(p, "cpu") == 0,
 	      "sample errors: default sample type must exist");
 	profile_free(p);
 }
 
 /* Many distinct stacks, as a long capture of a busy program gives. */
-static void test_many_samples(struct results *r)
+static void test_many_samples(void)
 {
 	int64_t vals[2] = { 1, 10 };
 	struct profile_label l = { .key = "tid" };
@@ -549,7 +529,7 @@ static void test_many_samples(struct results *r)
 	int rc = 0, i;
 
 	if (!p) {
-		check(r, 0, "many samples: setup");
+		check(0, "many samples: setup");
 		return;
 	}
 	for (i = 0; i < 200000; i++) {
@@ -561,7 +541,7 @@ static void test_many_samples(struct results *r)
 		rc |= profile_add_sample(p, stack, 4, &l, 1, vals);
 	}
 	/* 81 stacks x 500 tids, coprime periods: every pair occurs. */
-	check(r, rc == 0 && profile_sample_count(p) == 81 * 500,
+	check(rc == 0 && profile_sample_count(p) == 81 * 500,
 	      "many samples: 200000 adds aggregate into %zu samples",
 	      profile_sample_count(p));
 	profile_free(p);
@@ -629,7 +609,7 @@ static const char *label_str(const pb_profile *m,
 	return NULL;
 }
 
-static void check_roundtrip(struct results *r, const pb_profile *m,
+static void check_roundtrip(const pb_profile *m,
 			    const char *how)
 {
 	const Perftools__Profiles__Sample *s;
@@ -637,35 +617,35 @@ static void check_roundtrip(struct results *r, const pb_profile *m,
 	int64_t num = -1, pid = -1;
 	const char *const *st = (const char *const *)m->string_table;
 
-	check(r, why == NULL, "%s: pprof rules hold (%s)", how,
+	check(why == NULL, "%s: pprof rules hold (%s)", how,
 	      why ? why : "all");
 	if (why)
 		return;
-	check(r, m->n_sample == 2 && m->n_location == 3 &&
+	check(m->n_sample == 2 && m->n_location == 3 &&
 	      m->n_function == 3 && m->n_mapping == 1,
 	      "%s: record counts", how);
 	if (m->n_sample != 2 || m->n_location != 3)
 		return;
 	s = m->sample[0];
-	check(r, s->n_location_id == 3 && s->location_id[0] == 3 &&
+	check(s->n_location_id == 3 && s->location_id[0] == 3 &&
 	      s->location_id[2] == 1, "%s: stack leaf first", how);
-	check(r, s->n_value == 2 && s->value[0] == 3 &&
+	check(s->n_value == 2 && s->value[0] == 3 &&
 	      s->value[1] == 3000000, "%s: aggregated values", how);
 	tn = label_str(m, s, "thread_name", &num);
 	label_str(m, s, "pid", &pid);
-	check(r, tn && !strcmp(tn, "Main\xef\xbf\xbdThread") && num == 0 &&
+	check(tn && !strcmp(tn, "Main\xef\xbf\xbdThread") && num == 0 &&
 	      pid == 42, "%s: labels (str sanitized, num)", how);
 	tn = label_str(m, m->sample[1], "bytes", &num);
-	check(r, tn && !*tn && num == 7 &&
+	check(tn && !*tn && num == 7 &&
 	      !strcmp(st[m->sample[1]->label[0]->num_unit], "bytes"),
 	      "%s: numeric label with unit", how);
-	check(r, !strcmp(st[m->function[2]->name], "helper") &&
+	check(!strcmp(st[m->function[2]->name], "helper") &&
 	      !strcmp(st[m->function[2]->filename], "lib.py") &&
 	      m->function[2]->start_line == 5 &&
 	      m->location[2]->line[0]->line == 13 &&
 	      m->location[2]->line[0]->function_id == 3,
 	      "%s: functions, files and lines", how);
-	check(r, m->period == 1000000 && m->period_type &&
+	check(m->period == 1000000 && m->period_type &&
 	      !strcmp(st[m->period_type->type], "cpu") &&
 	      !strcmp(st[m->default_sample_type], "cpu") &&
 	      m->n_comment == 1 && m->time_nanos == 1700000000000000000LL &&
@@ -673,29 +653,29 @@ static void check_roundtrip(struct results *r, const pb_profile *m,
 	      "%s: period, default type, comment, times", how);
 }
 
-static void test_roundtrip(struct results *r)
+static void test_roundtrip(void)
 {
 	struct profile *p = roundtrip_profile();
 	pb_profile *m;
 
-	check(r, p != NULL, "roundtrip: build profile");
+	check(p != NULL, "roundtrip: build profile");
 	if (!p)
 		return;
 	m = encode_decode(p, 1);
-	check(r, m != NULL, "gzip: encode, one gzip member, unpack");
+	check(m != NULL, "gzip: encode, one gzip member, unpack");
 	if (m)
-		check_roundtrip(r, m, "gzip");
+		check_roundtrip(m, "gzip");
 	perftools__profiles__profile__free_unpacked(m, NULL);
 	m = encode_decode(p, 0);
-	check(r, m != NULL, "raw: encode, unpack");
+	check(m != NULL, "raw: encode, unpack");
 	if (m)
-		check_roundtrip(r, m, "raw");
+		check_roundtrip(m, "raw");
 	perftools__profiles__profile__free_unpacked(m, NULL);
 	profile_free(p);
 
 	p = profile_new();
 	m = p ? encode_decode(p, 1) : NULL;
-	check(r, m && m->n_string_table == 1 && !pb_problem(m),
+	check(m && m->n_string_table == 1 && !pb_problem(m),
 	      "empty profile encodes to a valid profile");
 	if (m)
 		perftools__profiles__profile__free_unpacked(m, NULL);
@@ -736,27 +716,27 @@ static int file_decodes(const char *path)
 	return len == 2;
 }
 
-static void test_write_missing_dir(struct results *r, struct profile *p)
+static void test_write_missing_dir(struct profile *p)
 {
 	const char *path = "/nonexistent-pyperf-dir/sub/profile.pb.gz";
 	char err[256] = "";
 	struct stat st;
 
-	check(r, pprof_write_file(p, path, err, sizeof(err)) == -1,
+	check(pprof_write_file(p, path, err, sizeof(err)) == -1,
 	      "write: into a missing directory fails");
-	check(r, strstr(err, "/nonexistent-pyperf-dir/sub") &&
+	check(strstr(err, "/nonexistent-pyperf-dir/sub") &&
 	      strstr(err, "No such file") && !strchr(err, '\n'),
 	      "write: message names it: %s", err);
-	check(r, stat(path, &st) == -1 &&
+	check(stat(path, &st) == -1 &&
 	      stat("/nonexistent-pyperf-dir", &st) == -1,
 	      "write: nothing left behind");
 	err[0] = '\0';
-	check(r, pprof_check_writable(path, err, sizeof(err)) == -1 && *err,
+	check(pprof_check_writable(path, err, sizeof(err)) == -1 && *err,
 	      "check_writable: missing directory: %s", err);
 }
 
 /* RLIMIT_FSIZE makes write() fail with EFBIG, as a full disk would. */
-static void test_write_failure(struct results *r, struct profile *p,
+static void test_write_failure(struct profile *p,
 			       const char *dir, const char *path)
 {
 	struct rlimit old, lim;
@@ -772,36 +752,36 @@ static void test_write_failure(struct results *r, struct profile *p,
 	rc = pprof_write_file(p, path, err, sizeof(err));
 	setrlimit(RLIMIT_FSIZE, &old);
 	signal(SIGXFSZ, SIG_DFL);
-	check(r, rc == -1 && strstr(err, "cannot write") &&
+	check(rc == -1 && strstr(err, "cannot write") &&
 	      strstr(err, path), "write: short write fails: %s", err);
-	check(r, dir_entries(dir) == 1 && file_decodes(path),
+	check(dir_entries(dir) == 1 && file_decodes(path),
 	      "write: failed write keeps the old file, no temp file left");
 }
 
-static void test_write_file(struct results *r)
+static void test_write_file(void)
 {
 	char dir[] = "/tmp/test_profile.XXXXXX", path[64], err[256] = "";
 	struct profile *p = roundtrip_profile();
 
 	if (!p || !mkdtemp(dir)) {
-		check(r, 0, "write: setup");
+		check(0, "write: setup");
 		profile_free(p);
 		return;
 	}
-	test_write_missing_dir(r, p);
+	test_write_missing_dir(p);
 	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
-	check(r, pprof_check_writable(path, err, sizeof(err)) == 0 &&
+	check(pprof_check_writable(path, err, sizeof(err)) == 0 &&
 	      dir_entries(dir) == 0, "check_writable: writable directory");
-	check(r, pprof_write_file(p, path, err, sizeof(err)) == 0 &&
+	check(pprof_write_file(p, path, err, sizeof(err)) == 0 &&
 	      dir_entries(dir) == 1 && file_decodes(path),
 	      "write: profile written, decodes, no temp file left");
-	check(r, pprof_write_file(p, path, err, sizeof(err)) == 0 &&
+	check(pprof_write_file(p, path, err, sizeof(err)) == 0 &&
 	      dir_entries(dir) == 1 && file_decodes(path),
 	      "write: overwrite existing file");
-	test_write_failure(r, p, dir, path);
-	check(r, pprof_write_file(p, dir, err, sizeof(err)) == -1 &&
+	test_write_failure(p, dir, path);
+	check(pprof_write_file(p, dir, err, sizeof(err)) == -1 &&
 	      dir_entries(dir) == 1, "write: onto a directory fails: %s", err);
-	check(r, pprof_check_writable(dir, err, sizeof(err)) == -1,
+	check(pprof_check_writable(dir, err, sizeof(err)) == -1,
 	      "check_writable: directory path rejected: %s", err);
 	unlink(path);
 	rmdir(dir);
@@ -810,18 +790,15 @@ static void test_write_file(struct results *r)
 
 int main(void)
 {
-	struct results r = { 0, 0 };
-
-	test_intern(&r);
-	test_utf8(&r);
-	test_functions(&r);
-	test_mappings(&r);
-	test_locations(&r);
-	test_aggregation(&r);
-	test_sample_errors(&r);
-	test_many_samples(&r);
-	test_roundtrip(&r);
-	test_write_file(&r);
-	printf("%u passed, %u failed\n", r.passed, r.failed);
-	return r.failed ? 1 : 0;
+	test_intern();
+	test_utf8();
+	test_functions();
+	test_mappings();
+	test_locations();
+	test_aggregation();
+	test_sample_errors();
+	test_many_samples();
+	test_roundtrip();
+	test_write_file();
+	return check_exit();
 }

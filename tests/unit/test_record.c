@@ -19,17 +19,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "elffile.h"
 #include "proc.h"
 #include "record.h"
-
-static int passes, failures;
-
-static void check(int ok, const char *what)
-{
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	ok ? passes++ : failures++;
-}
 
 static uint8_t target_mem[8192];
 static uint8_t *gone;		/* a page unmapped between two samples */
@@ -460,6 +453,5 @@ int main(void)
 {
 	test_roundtrip();
 	test_hostile();
-	printf("%d passed, %d failed\n", passes, failures);
-	return failures ? 1 : 0;
+	return check_exit();
 }

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "collapsed.h"
 #include "profile.h"
 #include "pyoffsets.h"
@@ -21,14 +22,11 @@
 #include "sample.h"
 #include "target_src.h"
 
-static unsigned passed, failed;
-
-static void check(int ok, const char *what, const char *got)
+/* A check that shows what it got when it fails. */
+static void check_got(int ok, const char *what, const char *got)
 {
-	printf("%s %s\n", ok ? "ok" : "FAIL", what);
-	if (!ok)
+	if (!check(ok, "%s", what))
 		printf("# got: %s\n", got);
-	ok ? passed++ : failed++;
 }
 
 /* One fake code object with its name, file and an empty line table (so
@@ -118,40 +116,40 @@ static void test_cases(struct env *e)
 	for (unsigned i = 2; i < PYPERF_MAX_FRAMES; i++)
 		frame(e, i, e->garbage + 64 * i, i % 3 ? 0 : FRAME_F_ENTRY);
 	got = run(e, PYPERF_MAX_FRAMES, SAMPLE_F_TRUNCATED);
-	check(!strcmp(got, "[unreadable Python frame];b (fake.py:0);a (fake.py:0) 1"),
-	      "runaway walk: one placeholder at the root, no [truncated]", got);
-	check(e->k->n.cut_walks == 1 && e->k->n.truncated == 0, "runaway walk: counted as cut",
-	      "counters");
+	check_got(!strcmp(got, "[unreadable Python frame];b (fake.py:0);a (fake.py:0) 1"),
+		  "runaway walk: one placeholder at the root, no [truncated]", got);
+	check_got(e->k->n.cut_walks == 1 && e->k->n.truncated == 0, "runaway walk: counted as cut",
+		  "counters");
 
 	/* The BPF walk stopped at an implausible frame or a cycle. */
 	frame(e, 2, CODE(e->c), 0);
 	got = run(e, 3, SAMPLE_F_BAD_CHAIN);
-	check(!strcmp(got, "[unreadable Python frame];c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
-	      "BPF cut: frames up to the cut, then one placeholder", got);
-	check(e->k->n.cut_walks == 1, "BPF cut: counted", "counters");
+	check_got(!strcmp(got, "[unreadable Python frame];c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
+		  "BPF cut: frames up to the cut, then one placeholder", got);
+	check_got(e->k->n.cut_walks == 1, "BPF cut: counted", "counters");
 
 	/* One code object freed since the sample: its neighbours stay. */
 	frame(e, 1, e->garbage, 0);
 	got = run(e, 3, 0);
-	check(!strcmp(got, "c (fake.py:0);[unreadable Python frame];a (fake.py:0) 1"),
-	      "one unreadable frame in the middle: a placeholder, the outer frames kept", got);
-	check(e->k->n.cut_walks == 0 && e->k->n.bad_frames == 1, "one unreadable frame: not a cut",
-	      "counters");
+	check_got(!strcmp(got, "c (fake.py:0);[unreadable Python frame];a (fake.py:0) 1"),
+		  "one unreadable frame in the middle: a placeholder, the outer frames kept", got);
+	check_got(e->k->n.cut_walks == 0 && e->k->n.bad_frames == 1, "one unreadable frame: not a cut",
+		  "counters");
 
 	/* A run of them is one placeholder. */
 	frame(e, 1, e->garbage, FRAME_F_ENTRY);
 	frame(e, 2, e->garbage + 4096 - 64, 0);
 	frame(e, 3, CODE(e->c), 0);
 	got = run(e, 4, 0);
-	check(!strcmp(got, "c (fake.py:0);[unreadable Python frame];a (fake.py:0) 1"),
-	      "a run of unreadable frames: one placeholder", got);
+	check_got(!strcmp(got, "c (fake.py:0);[unreadable Python frame];a (fake.py:0) 1"),
+		  "a run of unreadable frames: one placeholder", got);
 
 	/* A clean walk is untouched, and a real truncation still says so. */
 	frame(e, 1, CODE(e->b), 0);
 	frame(e, 2, CODE(e->c), 0);
 	got = run(e, 3, SAMPLE_F_TRUNCATED);
-	check(!strcmp(got, "[truncated];c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
-	      "clean truncated walk: frames and [truncated]", got);
+	check_got(!strcmp(got, "[truncated];c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
+		  "clean truncated walk: frames and [truncated]", got);
 }
 
 /* Names that the one read of a new code object's strings cannot hold
@@ -284,6 +282,5 @@ int main(void)
 	free(e->s);
 	free(e->k);
 	free(e);
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_exit();
 }

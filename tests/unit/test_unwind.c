@@ -29,6 +29,7 @@
  * check failed, 77 if every check was skipped, else 0.
  */
 #define _GNU_SOURCE
+#include "check.h"
 #include "elffile.h"
 #include "nsym.h"
 #include "objcache.h"
@@ -43,7 +44,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,35 +124,6 @@ static const char py_script[] =
 	"    snap(ctypes.addressof(ctypes.c_char.from_buffer(mm)), end, most)\n"
 	"    time.sleep(60)\n"
 	"leaf()\n";
-
-static unsigned passed, failed, skipped;
-
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		passed++;
-	else
-		failed++;
-}
-
-static void skip(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("skip ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	skipped++;
-}
 
 static double now_s(void)
 {
@@ -527,7 +498,7 @@ static void test_c_chain(const char *self)
 		      "C chain: static __libc_start_call_main named from libc's debug file");
 		elf_file_close(dbg);
 	} else {
-		skip("libc debug file (libc6-dbg) not installed");
+		check_skip("libc debug file (libc6-dbg) not installed");
 	}
 	test_partial(&in, &st);
 	unwind_and_name(ud, ns, &in, &st);
@@ -565,7 +536,7 @@ static void test_nocfi_chain(const char *self)
 	struct stack st;
 
 	if (!has_debug_frame(self)) {
-		skip(".debug_frame chain: %s has no .debug_frame", self);
+		check_skip(".debug_frame chain: %s has no .debug_frame", self);
 		goto out;
 	}
 	if (start_c_target(&t, self, "nocfi")) {
@@ -746,7 +717,7 @@ static void test_deleted(const char *self)
 	struct stack st;
 
 	if (geteuid() != 0) {
-		skip("deleted binary: /proc/PID/map_files needs root (CAP_SYS_ADMIN)");
+		check_skip("deleted binary: /proc/PID/map_files needs root (CAP_SYS_ADMIN)");
 		goto out;
 	}
 	if (!mkdtemp(dir))
@@ -829,7 +800,7 @@ static void check_symbol(struct nsym_ctx *ns, int pid, const char *path, struct 
 	uint64_t value, size, pc;
 
 	if (!ef || elf_file_symbol(syms, sym, &value, &size)) {
-		skip("%s not in %s", sym, path);
+		check_skip("%s not in %s", sym, path);
 		elf_file_close(ef);
 		return;
 	}
@@ -877,7 +848,7 @@ static void test_py_symbols(struct target *t)
 			     "__libc_start_call_main");
 		elf_file_close(dbg);
 	} else {
-		skip("clone symbols: libc debug file not installed");
+		check_skip("clone symbols: libc debug file not installed");
 	}
 	check(nsym_resolve(ns, LIVE, t->pid, 0x10, &r) == NSYM_NO_MAPPING, "nsym: pc 0x10 unmapped");
 	check(nsym_resolve(ns, LIVE, t->pid, t->s->regs[UNWIND_REG_RSP], &r) == NSYM_NO_FILE &&
@@ -999,7 +970,7 @@ static void test_python(void)
 	struct target t;
 
 	if (access(PYTHON, X_OK)) {
-		skip("%s not installed", PYTHON);
+		check_skip("%s not installed", PYTHON);
 		return;
 	}
 	if (start_py_target(&t)) {
@@ -1102,8 +1073,5 @@ int main(int argc, char **argv)
 	test_deleted(self);
 	test_refresh(self);
 	test_python();
-	printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
-	if (failed)
-		return 1;
-	return passed ? 0 : 77;
+	return check_exit();
 }

@@ -15,11 +15,11 @@
  * check failed, 77 if every check was skipped, else 0.
  */
 #define _GNU_SOURCE
+#include "check.h"
 #include "elffile.h"
 #include "unwind_table.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,35 +27,6 @@
 #include <unistd.h>
 
 #define MAX_CIES	65536
-
-static unsigned passed, failed, skipped;
-
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		passed++;
-	else
-		failed++;
-}
-
-static void skip(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("skip ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	skipped++;
-}
 
 static const char *const kind_name[] = {
 	"none", "rsp", "rbp", "plt", "signal", "outermost", "unsupported",
@@ -150,7 +121,7 @@ static void test_linker_plt(const struct ut_table *t, struct elf_file *self)
 	char got[96];
 
 	if (elf_file_section(self, ".plt", &plt) || plt.size < 32) {
-		skip("no .plt in this binary (linked without lazy binding)");
+		check_skip("no .plt in this binary (linked without lazy binding)");
 		return;
 	}
 	r = ut_lookup(t, plt.addr + 16);
@@ -497,7 +468,7 @@ static void test_object(const char *path, int must_exist)
 		if (must_exist)
 			check(0, "open %s", path);
 		else
-			skip("%s: not installed", path);
+			check_skip("%s: not installed", path);
 		return;
 	}
 	t0 = now_ms();
@@ -518,7 +489,7 @@ static void test_object(const char *path, int must_exist)
 	if (!d.cies || !d.eh_ranges) {
 		check(0, "allocation");
 	} else if (diff_readelf(path, &t, &d) || d.rows == 0) {
-		skip("%s: readelf --debug-dump=frames-interp failed or printed no rows", path);
+		check_skip("%s: readelf --debug-dump=frames-interp failed or printed no rows", path);
 	} else {
 		check(d.mismatches == 0 && t.st.bad_entries == 0,
 		      "%s: %" PRIu64 " readelf rows, %" PRIu64 " differ (%" PRIu64
@@ -569,7 +540,7 @@ int main(void)
 	elf_file_close(self);
 	test_handmade();
 	if (access("/usr/bin/readelf", X_OK) != 0) {
-		skip("readelf (binutils) not installed: no comparison with its CFA interpreter");
+		check_skip("readelf (binutils) not installed: no comparison with its CFA interpreter");
 	} else {
 		char self_path[4096];
 		ssize_t n = readlink("/proc/self/exe", self_path, sizeof(self_path) - 1);
@@ -580,8 +551,5 @@ int main(void)
 			test_object(libc, 1);
 		test_object("/usr/bin/python3.11", 0);
 	}
-	printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
-	if (failed)
-		return 1;
-	return passed ? 0 : 77;
+	return check_exit();
 }
