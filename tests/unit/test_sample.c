@@ -168,7 +168,7 @@ static void test_long_names(struct env *e)
 	const char *got;
 
 	if (pages == MAP_FAILED || mprotect(pages + 4096, 4096, PROT_NONE)) {
-		check(0, "long names: set-up", "mmap");
+		check_got(0, "long names: set-up", "mmap");
 		return;
 	}
 	memset(name, 'n', sizeof(name) - 1);
@@ -179,7 +179,7 @@ static void test_long_names(struct env *e)
 	frame(e, 0, CODE(f), 0);
 	got = run(e, 1, 0);
 	snprintf(want, sizeof(want), "%s (fake.py:0) 1", name);
-	check(!strcmp(got, want), "a name longer than the first read: read in full", got);
+	check_got(!strcmp(got, want), "a name longer than the first read: read in full", got);
 
 	fake_code(o, &g, "unused");
 	edge = pages + 4096 - (o->unicode_compact_size + 16);
@@ -187,8 +187,8 @@ static void test_long_names(struct env *e)
 	put_u64(g.code + o->co_qualname, (uintptr_t)edge);
 	frame(e, 0, CODE(g), 0);
 	got = run(e, 1, 0);
-	check(!strcmp(got, "edgename (fake.py:0) 1"),
-	      "a name ending at an unmapped page: read in full", got);
+	check_got(!strcmp(got, "edgename (fake.py:0) 1"),
+		  "a name ending at an unmapped page: read in full", got);
 	munmap(pages, 8192);
 }
 
@@ -228,23 +228,23 @@ static void test_validation_clock(struct env *e)
 	fake_now = 1000000000;		/* loaded (checked) at 1 s */
 	e->s->h.time_ns = 100000000;
 	got = run(e, 1, 0);
-	check(!strcmp(got, "d (fake.py:0) 1"), "clock: code object loaded", got);
+	check_got(!strcmp(got, "d (fake.py:0) 1"), "clock: code object loaded", got);
 	replace_d(e, "e", 20);
 	skipped = checks_skipped(e);
 	e->s->h.time_ns = 500000000;	/* sampled before the check */
 	got = run(e, 1, 0);
-	check(!strcmp(got, "d (fake.py:0) 1") && checks_skipped(e) == skipped + 1,
-	      "clock: a sample older than the last check is not checked again", got);
+	check_got(!strcmp(got, "d (fake.py:0) 1") && checks_skipped(e) == skipped + 1,
+		  "clock: a sample older than the last check is not checked again", got);
 	fake_now = 2000000000;
 	e->s->h.time_ns = 1500000000;	/* sampled after the check */
 	got = run(e, 1, 0);
-	check(!strcmp(got, "e (fake.py:0) 1"),
-	      "clock: a sample newer than the last check sees the new code object", got);
+	check_got(!strcmp(got, "e (fake.py:0) 1"),
+		  "clock: a sample newer than the last check sees the new code object", got);
 	e->k->clock = NULL;		/* replay: every sample checks */
 	replace_d(e, "d", 10);
 	e->s->h.time_ns = 0;
 	got = run(e, 1, 0);
-	check(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
+	check_got(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
 }
 
 int main(void)
