@@ -139,7 +139,7 @@ static void test_rules(void)
 {
 	const struct nf_rule *r = native_filter_rules();
 	size_t n = 0;
-	char got[8];
+	char got[24];	/* a size_t in decimal */
 
 	for (; r[n].name; n++)
 		;
