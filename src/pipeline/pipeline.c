@@ -152,13 +152,8 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t)
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
 		    size_t size)
 {
-	int r;
-
 	LOG(p, sample, rec, size);
-	r = sample_add(&p->sink, t, rec, size);
-	if (p->io.log && p->io.log->sample_end)
-		p->io.log->sample_end(p->io.log->ctx);
-	return r;
+	return sample_add(&p->sink, t, rec, size);
 }
 
 /* What happened during this interval: a profile's counters describe its

@@ -59,7 +59,6 @@ struct pipeline_log {
 	void (*target)(void *ctx, const struct py_target *t);
 	void (*forget)(void *ctx, const struct py_target *t);
 	void (*sample)(void *ctx, const void *rec, size_t size);
-	void (*sample_end)(void *ctx);	/* what sample_add() read is logged between */
 	void (*tick)(void *ctx, const struct pipeline_tick *k);	/* as applied */
 };
 

@@ -37,11 +37,6 @@ static void log_sample(void *ctx, const void *rec, size_t size)
 	record_sample(ctx, rec, size);
 }
 
-static void log_sample_end(void *ctx)
-{
-	record_sample_end(ctx);
-}
-
 static void log_tick(void *ctx, const struct pipeline_tick *k)
 {
 	record_tick(ctx, k);
@@ -51,6 +46,6 @@ void record_event_log(struct recorder *rec, struct pipeline_log *log)
 {
 	*log = (struct pipeline_log){
 		.ctx = rec, .start = log_start, .target = log_target, .forget = log_forget,
-		.sample = log_sample, .sample_end = log_sample_end, .tick = log_tick,
+		.sample = log_sample, .tick = log_tick,
 	};
 }

@@ -128,11 +128,10 @@ const struct target_src *record_src(struct recorder *rec);
 void record_meta(struct recorder *rec, const struct rec_meta *m);
 void record_target(struct recorder *rec, const struct py_target *t);
 void record_forget(struct recorder *rec, const struct py_target *t);
-/* Around sample_add() of each record: the SAMPLE is written and counted,
+/* Before sample_add() of each record: the SAMPLE is written and counted,
  * and the reads after it carry its number (seq). Memory, files and maps
  * are recorded whenever they are read, in a sample or not. */
 void record_sample(struct recorder *rec, const void *data, size_t size);
-void record_sample_end(struct recorder *rec);
 void record_tick(struct recorder *rec, const struct pipeline_tick *k);
 /* Ends the recording and frees rec; -1 with one line in err if it could
  * not be written. */

@@ -57,7 +57,6 @@ struct recorder {
 	uint8_t out[1 << 16];
 	int err;			/* errno of the first failure: recording stops */
 	uint64_t seq;
-	int in_sample;
 	struct w_mem *mem;
 	size_t mem_n, mem_cap;		/* cap: power of two */
 	struct w_pair *gens, *maps;
@@ -652,13 +651,6 @@ void record_sample(struct recorder *rec, const void *data, size_t size)
 		return;
 	rec->seq++;
 	w_record(rec, REC_SAMPLE, data, size, NULL, 0);
-	rec->in_sample = 1;
-}
-
-void record_sample_end(struct recorder *rec)
-{
-	if (rec)
-		rec->in_sample = 0;
 }
 
 void record_tick(struct recorder *rec, const struct pipeline_tick *k)

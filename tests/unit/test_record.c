@@ -158,7 +158,6 @@ static void make_recording(const char *path, const char *libc)
 	memset(target_mem, 0xaa, sizeof(target_mem));
 	target_read(src, getpid(), a, buf, 64);
 	target_read(src, getpid(), a, buf, 64);	/* unchanged: not written again */
-	record_sample_end(rec);
 
 	record_sample(rec, &h, sizeof(h));		/* seq 2 */
 	memset(target_mem, 0xbb, sizeof(target_mem));
@@ -181,18 +180,15 @@ static void make_recording(const char *path, const char *libc)
 		ef = target_open_elf(src, libc);
 		elf_file_close(ef);
 	}
-	record_sample_end(rec);
 
 	record_sample(rec, &h, sizeof(h));		/* seq 3 */
 	target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64);
 	target_read(src, getpid(), (uint64_t)(uintptr_t)gone + 64, buf, 64);
 	munmap(gone, 4096);
-	record_sample_end(rec);
 
 	record_sample(rec, &h, sizeof(h));		/* seq 4 */
 	check(target_read(src, getpid(), (uint64_t)(uintptr_t)gone, buf, 64) != 0,
 	      "record: the page is gone");
-	record_sample_end(rec);
 	record_tick(rec, &w);
 	check(record_close(rec, err, sizeof(err)) == 0, "record: close");
 }
