@@ -10,6 +10,7 @@
  * line per check. Exit 0 all ok, 1 a check failed, 77 cannot test here
  * (no permission, no generated entry), 2 usage or lookup error.
  */
+#include "check.h"
 #include "elffile.h"
 #include "objcache.h"
 #include "proc.h"
@@ -43,8 +44,6 @@ static const struct { const char *name; size_t off, width; } fields[] = {
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-static unsigned failed;
-
 static uint32_t field(const struct py_layout *l, size_t i)
 {
 	const uint8_t *p = (const uint8_t *)l + fields[i].off;
@@ -62,14 +61,14 @@ static uint32_t field(const struct py_layout *l, size_t i)
 	return *p;
 }
 
-static void check(int cond, const char *what, uint64_t got, uint64_t want)
+/* One check of a value, with what was expected when it fails. */
+static void check_value(int cond, const char *what, uint64_t got, uint64_t want)
 {
-	if (cond)
-		printf("ok %s = %llu\n", what, (unsigned long long)got);
-	else
-		printf("FAIL %s = %llu, expected %llu\n", what, (unsigned long long)got,
-		       (unsigned long long)want);
-	failed += !cond;
+	char expected[48] = "";
+
+	if (!cond)
+		snprintf(expected, sizeof(expected), ", expected %llu", (unsigned long long)want);
+	check(cond, "%s = %llu%s", what, (unsigned long long)got, expected);
 }
 
 /* Address of _PyRuntime: the first file mapped at offset 0 whose ELF
@@ -119,7 +118,7 @@ static void compare(const char *label, const struct py_layout *got,
 
 	for (size_t i = 0; i < NFIELDS; i++) {
 		snprintf(what, sizeof(what), "%s %s", label, fields[i].name);
-		check(field(got, i) == field(want, i), what, field(got, i), field(want, i));
+		check_value(field(got, i) == field(want, i), what, field(got, i), field(want, i));
 	}
 }
 
@@ -131,17 +130,16 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 	char err[512] = "out of memory";
 
 	if (!oc || pyversion_detect(target_src_live(), oc, pid, &t, err, sizeof(err))) {
-		printf("FAIL pyversion_detect: %s\n", err);
-		failed++;
+		check(0, "pyversion_detect: %s", err);
 		objcache_free(oc);
 		return;
 	}
-	check(t.layout.source && strstr(t.layout.source, "_Py_DebugOffsets") != NULL,
+	check_value(t.layout.source && strstr(t.layout.source, "_Py_DebugOffsets") != NULL,
 	      "pyversion_detect layout from _Py_DebugOffsets", 1, 1);
 	printf("# pyversion_detect: Python %u.%u.%u, layout source: %s\n", t.major, t.minor,
 	       t.micro, t.layout.source ? t.layout.source : "NULL");
-	check(t.runtime_addr == runtime, "pyversion_detect runtime_addr", t.runtime_addr, runtime);
-	check(t.bpf.interp_head_addr == runtime + l->runtime_interp_head,
+	check_value(t.runtime_addr == runtime, "pyversion_detect runtime_addr", t.runtime_addr, runtime);
+	check_value(t.bpf.interp_head_addr == runtime + l->runtime_interp_head,
 	      "bpf interp_head_addr", t.bpf.interp_head_addr, runtime + l->runtime_interp_head);
 	{
 		/* What the BPF side gets: the parsed offsets plus the span and
@@ -150,8 +148,8 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 
 		want.frame_span = py_frame_span(&want);
 		want.lasti_in_code = t.minor >= 11 && t.minor <= 13;
-		check(want.frame_span != 0, "frame span within the BPF window", want.frame_span, 1);
-		check(memcmp(&t.bpf.off, &want, sizeof(want)) == 0, "bpf walk offsets identical",
+		check_value(want.frame_span != 0, "frame span within the BPF window", want.frame_span, 1);
+		check_value(memcmp(&t.bpf.off, &want, sizeof(want)) == 0, "bpf walk offsets identical",
 		      t.bpf.off.frame_span, want.frame_span);
 	}
 	compare("detect vs parse:", &t.layout, l);
@@ -194,7 +192,7 @@ static int run(pid_t pid, int raw)
 		printf("# no generated table entry for %u.%u: nothing to compare with\n",
 		       hex >> 24, hex >> 16 & 0xff);
 	check_detect(pid, addr, &l);
-	if (failed)
+	if (check_failed)
 		return 1;
 	return gen ? 0 : 77;
 }

@@ -8,6 +8,7 @@
  */
 #include "pydebugoffsets.h"
 #include "pyoffsets.h"
+#include "check.h"
 #include "debug_offsets_tags.h"
 
 #include <stdarg.h>
@@ -64,25 +65,6 @@ static const struct dbg314 synth_314 = {
 	.debugger_support = { 0x18, 0x150, 0x1eb0, 0, 4, 512 },
 };
 
-struct results {
-	unsigned passed, failed;
-};
-
-static void check(struct results *r, int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		r->passed++;
-	else
-		r->failed++;
-}
-
 /* Parses a private copy of exactly len bytes, so that a sanitizer or
  * valgrind catches any read past the end. */
 static int parse(const void *table, size_t len, uint32_t *hex, struct py_layout *l,
@@ -135,7 +117,7 @@ static uint32_t field(const struct py_layout *l, size_t i)
 }
 
 /* Field by field: the 3.13 table gives exactly the generated entry. */
-static void test_313_matches_generated(struct results *r)
+static void test_313_matches_generated(void)
 {
 	const struct py_layout *gen = py_layout_find(3, 13);
 	struct py_layout l;
@@ -143,76 +125,76 @@ static void test_313_matches_generated(struct results *r)
 	char err[256] = "";
 	int ret = parse(&real_313, sizeof(real_313), &hex, &l, err, sizeof(err));
 
-	check(r, ret == 0, "3.13.0 table parses (%s)", ret ? err : "no error");
-	check(r, hex == 0x030d00f0, "3.13.0 version_hex 0x%08x", hex);
+	check(ret == 0, "3.13.0 table parses (%s)", ret ? err : "no error");
+	check(hex == 0x030d00f0, "3.13.0 version_hex 0x%08x", hex);
 	if (ret || !gen) {
-		check(r, gen != NULL, "generated 3.13 entry exists");
+		check(gen != NULL, "generated 3.13 entry exists");
 		return;
 	}
-	check(r, l.version_hex == 0x030d00f0 && l.source && strstr(l.source, "_Py_DebugOffsets"),
+	check(l.version_hex == 0x030d00f0 && l.source && strstr(l.source, "_Py_DebugOffsets"),
 	      "3.13 layout names its source (%s)", l.source ? l.source : "NULL");
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		check(r, field(&l, i) == field(gen, i), "3.13 %s: debug offsets %u, generated table %u",
+		check(field(&l, i) == field(gen, i), "3.13 %s: debug offsets %u, generated table %u",
 		      fields[i].name, field(&l, i), field(gen, i));
 }
 
 /* The parsed 3.14 layout against the values put in synth_314. */
-static void check_314_values(struct results *r, const char *what, const struct py_layout *l,
+static void check_314_values(const char *what, const struct py_layout *l,
 			     const struct dbg314 *t)
 {
 	const struct py_walk_offsets *w = &l->walk;
 	const struct py_code_offsets *c = &l->code;
 
-	check(r, l->runtime_interp_head == t->runtime_state.interpreters_head &&
+	check(l->runtime_interp_head == t->runtime_state.interpreters_head &&
 	      l->runtime_gil_holder == PY_NO_FIELD32, "%s runtime offsets", what);
-	check(r, w->interp_tstate_head == t->interpreter_state.threads_head &&
+	check(w->interp_tstate_head == t->interpreter_state.threads_head &&
 	      w->ts_next == t->thread_state.next && w->ts_frame == t->thread_state.current_frame &&
 	      w->ts_thread_id == t->thread_state.thread_id &&
 	      w->ts_native_thread_id == t->thread_state.native_thread_id &&
 	      w->cframe_current_frame == PYPERF_NO_FIELD, "%s thread offsets", what);
-	check(r, w->frame_back == t->interpreter_frame.previous &&
+	check(w->frame_back == t->interpreter_frame.previous &&
 	      w->frame_code == t->interpreter_frame.executable &&
 	      w->frame_lasti == t->interpreter_frame.instr_ptr &&
 	      w->frame_owner == t->interpreter_frame.owner &&
 	      w->frame_localsplus == PYPERF_NO_FIELD && w->frame_is_entry == PYPERF_NO_FIELD &&
 	      w->frame_tlbc_index == PYPERF_NO_FIELD && w->entry_kind == PY_ENTRY_SHIM &&
 	      w->owner_shim == 3, "%s frame offsets", what);
-	check(r, w->frame_kind == PY_FRAMES_DIRECT && w->tid_kind == PY_TID_NATIVE &&
+	check(w->frame_kind == PY_FRAMES_DIRECT && w->tid_kind == PY_TID_NATIVE &&
 	      w->code_tag_mask == 3, "%s kinds, code_tag_mask %u", what, w->code_tag_mask);
-	check(r, c->co_filename == t->code_object.filename && c->co_name == t->code_object.name &&
+	check(c->co_filename == t->code_object.filename && c->co_name == t->code_object.name &&
 	      c->co_qualname == t->code_object.qualname &&
 	      c->co_linetable == t->code_object.linetable &&
 	      c->co_firstlineno == t->code_object.firstlineno &&
 	      c->co_argcount == t->code_object.argcount &&
 	      c->co_code_adaptive == t->code_object.co_code_adaptive &&
 	      c->co_varnames == PYPERF_NO_FIELD, "%s code object offsets", what);
-	check(r, c->ob_type == 8 && c->type_name == t->type_object.tp_name &&
+	check(c->ob_type == 8 && c->type_name == t->type_object.tp_name &&
 	      c->tuple_items == t->tuple_object.ob_item &&
 	      c->bytes_size == t->bytes_object.ob_size && c->bytes_sval == t->bytes_object.ob_sval,
 	      "%s object offsets", what);
-	check(r, c->unicode_state == t->unicode_object.state &&
+	check(c->unicode_state == t->unicode_object.state &&
 	      c->unicode_length == t->unicode_object.length &&
 	      c->unicode_ascii_size == t->unicode_object.asciiobject_size &&
 	      c->unicode_compact_size == t->unicode_object.asciiobject_size + 16,
 	      "%s unicode offsets (compact size %u)", what, c->unicode_compact_size);
 }
 
-static void test_314(struct results *r)
+static void test_314(void)
 {
 	struct py_layout l;
 	uint32_t hex = 0;
 	char err[256] = "";
 	int ret = parse(&synth_314, sizeof(synth_314), &hex, &l, err, sizeof(err));
 
-	check(r, ret == 0 && hex == 0x030e00f0, "3.14 table parses (%s)", ret ? err : "no error");
+	check(ret == 0 && hex == 0x030e00f0, "3.14 table parses (%s)", ret ? err : "no error");
 	if (ret)
 		return;
-	check(r, strstr(l.source, "3.14 layout") && !strstr(l.source, "newer"),
+	check(strstr(l.source, "3.14 layout") && !strstr(l.source, "newer"),
 	      "3.14 source: %s", l.source);
-	check_314_values(r, "3.14", &l, &synth_314);
+	check_314_values("3.14", &l, &synth_314);
 }
 
-static int fails_with(struct results *r, const void *t, size_t len, const char *what,
+static int fails_with(const void *t, size_t len, const char *what,
 		      const char *want1, const char *want2)
 {
 	struct py_layout l;
@@ -222,68 +204,68 @@ static int fails_with(struct results *r, const void *t, size_t len, const char *
 	int ok = ret == -1 && strstr(err, want1) && (!want2 || strstr(err, want2)) &&
 		 !strchr(err, '\n');
 
-	check(r, ok, "%s refused: %s", what, err[0] ? err : "(no error)");
+	check(ok, "%s refused: %s", what, err[0] ? err : "(no error)");
 	return ok;
 }
 
-static void test_refusals(struct results *r)
+static void test_refusals(void)
 {
 	struct dbg313 t = real_313;
 	struct dbg314 u = synth_314;
 
 	memcpy(t.cookie, "xdebugpY", 8);
-	fails_with(r, &t, sizeof(t), "wrong cookie", "cookie", NULL);
+	fails_with(&t, sizeof(t), "wrong cookie", "cookie", NULL);
 	t = real_313;
 	t.code_object.size = 0x78;	/* covers filename only */
-	fails_with(r, &t, sizeof(t), "code_object.size dropping name", "code_object.name",
+	fails_with(&t, sizeof(t), "code_object.size dropping name", "code_object.name",
 		   "3.13.0");
 	t = real_313;
 	t.interpreter_frame.size = 0x46;	/* owner at 0x46 is a char */
-	fails_with(r, &t, sizeof(t), "interpreter_frame.size dropping owner",
+	fails_with(&t, sizeof(t), "interpreter_frame.size dropping owner",
 		   "interpreter_frame.owner", "3.13.0");
 	u.thread_state.size = u.thread_state.native_thread_id;
-	fails_with(r, &u, sizeof(u), "3.14 thread_state.size dropping native_thread_id",
+	fails_with(&u, sizeof(u), "3.14 thread_state.size dropping native_thread_id",
 		   "thread_state.native_thread_id", "3.14.0");
 	t = real_313;
 	t.free_threaded = 1;
-	fails_with(r, &t, sizeof(t), "free-threaded build", "free-threaded", "3.13.0");
+	fails_with(&t, sizeof(t), "free-threaded build", "free-threaded", "3.13.0");
 	t = real_313;
 	t.version = 0x030c01f0;
-	fails_with(r, &t, sizeof(t), "version 3.12 in the table", "version", NULL);
+	fails_with(&t, sizeof(t), "version 3.12 in the table", "version", NULL);
 	t = real_313;
 	t.thread_state.next = 12;
-	fails_with(r, &t, sizeof(t), "misaligned thread_state.next", "thread_state.next",
+	fails_with(&t, sizeof(t), "misaligned thread_state.next", "thread_state.next",
 		   "aligned");
 	t = real_313;
 	t.pyobject.ob_type = 16;
-	fails_with(r, &t, sizeof(t), "pyobject.ob_type off the stable ABI", "pyobject.ob_type",
+	fails_with(&t, sizeof(t), "pyobject.ob_type off the stable ABI", "pyobject.ob_type",
 		   NULL);
 	t = real_313;
 	t.interpreter_state.threads_head = 0x10000;
-	fails_with(r, &t, sizeof(t), "threads_head beyond a u16", "threads_head", "fit");
+	fails_with(&t, sizeof(t), "threads_head beyond a u16", "threads_head", "fit");
 	t = real_313;
 	t.code_object.size = 0;
-	fails_with(r, &t, sizeof(t), "code_object.size 0", "code_object.size", "implausible");
+	fails_with(&t, sizeof(t), "code_object.size 0", "code_object.size", "implausible");
 	/* A 3.14 table mistaken for 3.13: set_object shifts what follows. */
 	memcpy(&t, &synth_314, sizeof(t));
 	t.version = 0x030d00f0;
-	fails_with(r, &t, sizeof(t), "3.14 table labelled 3.13", "3.13.0", NULL);
+	fails_with(&t, sizeof(t), "3.14 table labelled 3.13", "3.13.0", NULL);
 }
 
 /* 3.15 has its own field list: a 3.14-shaped table labelled 3.15 (the
  * shape of the previous version applied to the next) is refused. */
-static void test_future(struct results *r)
+static void test_future(void)
 {
 	struct dbg314 u = synth_314;
 
 	u.version = 0x030f00a1;
-	fails_with(r, &u, sizeof(u), "3.14-shaped table labelled 3.15.0a1", "3.15.0a1",
+	fails_with(&u, sizeof(u), "3.14-shaped table labelled 3.15.0a1", "3.15.0a1",
 		   "expected layout");
 }
 
 /* A future table read with the newest field list that does not fit it
  * must be refused, not misread. */
-static void test_future_shifted(struct results *r)
+static void test_future_shifted(void)
 {
 	uint64_t t[sizeof(struct dbg314) / 8 + 3];
 	size_t at = offsetof(struct dbg314, thread_state.thread_id) / 8;
@@ -293,13 +275,13 @@ static void test_future_shifted(struct results *r)
 	memcpy(t + at, extra, sizeof(extra));
 	memcpy(t + at + 3, (const uint64_t *)&synth_314 + at, sizeof(synth_314) - at * 8);
 	t[1] = 0x031000a1;
-	fails_with(r, t, sizeof(t), "3.16 with fields inserted in thread_state", "3.16.0a1",
+	fails_with(t, sizeof(t), "3.16 with fields inserted in thread_state", "3.16.0a1",
 		   "3.15 layout");
 }
 
 /* Every length short of the needed prefix fails cleanly; exact-size
  * copies let a sanitizer catch a read past the end. */
-static void test_truncated(struct results *r)
+static void test_truncated(void)
 {
 	size_t need13 = offsetof(struct dbg313, gc);
 	size_t need14 = offsetof(struct dbg314, gc);
@@ -313,7 +295,7 @@ static void test_truncated(struct results *r)
 
 		bad += (ret == 0) != (len >= need13);
 	}
-	check(r, !bad, "3.13 table: lengths 0..%zu succeed exactly from %zu (%d wrong)",
+	check(!bad, "3.13 table: lengths 0..%zu succeed exactly from %zu (%d wrong)",
 	      sizeof(real_313), need13, bad);
 	bad = 0;
 	for (size_t len = 0; len <= sizeof(synth_314); len++) {
@@ -321,13 +303,13 @@ static void test_truncated(struct results *r)
 
 		bad += (ret == 0) != (len >= need14);
 	}
-	check(r, !bad, "3.14 table: lengths 0..%zu succeed exactly from %zu (%d wrong)",
+	check(!bad, "3.14 table: lengths 0..%zu succeed exactly from %zu (%d wrong)",
 	      sizeof(synth_314), need14, bad);
-	fails_with(r, &real_313, 200, "3.13 copy of 200 bytes", "truncated", "3.13.0");
-	fails_with(r, &real_313, 10, "10-byte copy", "truncated", NULL);
+	fails_with(&real_313, 200, "3.13 copy of 200 bytes", "truncated", "3.13.0");
+	fails_with(&real_313, 10, "10-byte copy", "truncated", NULL);
 }
 
-static void test_small_err(struct results *r)
+static void test_small_err(void)
 {
 	struct dbg313 t = real_313;
 	struct py_layout l;
@@ -336,21 +318,18 @@ static void test_small_err(struct results *r)
 
 	memset(err, 'x', sizeof(err));
 	t.free_threaded = 1;
-	check(r, parse(&t, sizeof(t), &hex, &l, err, 8) == -1 && err[7] == 0 && err[8] == 'x',
+	check(parse(&t, sizeof(t), &hex, &l, err, 8) == -1 && err[7] == 0 && err[8] == 'x',
 	      "error text stays inside a small buffer");
 }
 
 int main(void)
 {
-	struct results r = { 0, 0 };
-
-	test_313_matches_generated(&r);
-	test_314(&r);
-	test_refusals(&r);
-	test_future(&r);
-	test_future_shifted(&r);
-	test_truncated(&r);
-	test_small_err(&r);
-	printf("%u passed, %u failed\n", r.passed, r.failed);
-	return r.failed ? 1 : 0;
+	test_313_matches_generated();
+	test_314();
+	test_refusals();
+	test_future();
+	test_future_shifted();
+	test_truncated();
+	test_small_err();
+	return check_exit();
 }

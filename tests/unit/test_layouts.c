@@ -24,6 +24,7 @@
 #include "elffile.h"
 #include "pyasyncio.h"
 #include "pyasyncio_debug.h"
+#include "check.h"
 #include "debug_offsets_tags.h"
 #include "pylayout.h"
 #include "pyoffsets.h"
@@ -175,25 +176,6 @@ DEFINE(t314, HEAD_FT, STATE_FT314, CODE_314, uint64_t co_tlbc;, FRAME_314(int32_
 
 /* _PyCodeArray, Include/cpython/code.h at v3.14.0 (free-threaded). */
 struct code_array { int64_t size; uint64_t entries[2]; };
-
-/* ---- results ---------------------------------------------------------- */
-
-static unsigned passed, failed;
-
-static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (cond)
-		passed++;
-	else
-		failed++;
-}
 
 /* ---- the memory image ------------------------------------------------- */
 
@@ -1238,6 +1220,5 @@ int main(void)
 	}
 	test_rows(&p);
 	free(p.im.mem);
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return check_exit();
 }

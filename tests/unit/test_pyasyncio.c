@@ -21,6 +21,7 @@
  * One "ok ..." / "FAIL ..." line per check. Exit 0 all ok, 1 a check
  * failed, 2 usage.
  */
+#include "check.h"
 #include "objcache.h"
 #include "pyasyncio.h"
 #include "pythread.h"
@@ -33,20 +34,6 @@
 #include <time.h>
 
 #define MAXTS	64
-
-static unsigned failed;
-
-static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	failed += !cond;
-}
 
 static void format_checks(void)
 {
@@ -237,5 +224,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_pyasyncio format | layout MINOR | live PID MAIN SIDE | refuse PID MINOR\n");
 		return 2;
 	}
-	return failed ? 1 : 0;
+	return check_failed ? 1 : 0;
 }

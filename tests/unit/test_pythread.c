@@ -22,6 +22,7 @@
  * Exit 0 all ok, 1 a check failed, 77 cannot test here, 2 usage.
  */
 #define _GNU_SOURCE
+#include "check.h"
 #include "objcache.h"
 #include "pyoffsets.h"
 #include "pythread.h"
@@ -44,23 +45,6 @@ struct expect {
 	uint64_t ident;
 	long native_id;
 };
-
-static unsigned failed, passed;
-
-static void __attribute__((format(printf, 2, 3))) check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		passed++;
-	else
-		failed++;
-}
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -485,8 +469,8 @@ int main(int argc, char **argv)
 		run_names(&t, ex);
 	else
 		run_gil(&t, ex);
-	printf("# %u passed, %u failed\n", passed, failed);
-	rc = failed ? 1 : 0;
+	printf("# %u passed, %u failed\n", check_passed, check_failed);
+	rc = check_failed ? 1 : 0;
 	objcache_free(oc);
 	return rc;
 }
