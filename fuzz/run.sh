@@ -100,8 +100,7 @@ libs() {
 # Longest input tried: files for elf and maps, small for the rest.
 maxlen() {
 	case $1 in
-	elf|maps|replay|debug_frame) echo 65536 ;;
-	elf|maps|replay|unwind_table) echo 65536 ;;
+	elf|maps|replay|debug_frame|unwind_table) echo 65536 ;;
 	debugoffsets|profile) echo 8192 ;;
 	*) echo 4096 ;;
 	esac
