@@ -43,10 +43,11 @@ void bpf_attach_log_level(int verbose)
  * KiB on a deep program) plus the copy, which is what the stack uses:
  * 2.5 KB on make bench's workload, 8 KB with threads, 12.8 KB on docutils
  * under -X perf; 8 KiB is counted. At least the former fixed 8 MiB; at
- * most 32 MiB, because the pages are touched as records go round and stay
- * in the profiler's memory: sized from the largest copy, 2 CPUs at -F
- * 19999 took 256 MiB (558 MiB RSS), and a 64-CPU host would at the
- * default rate. */
+ * most 16 MiB, because the pages are touched as records go round and
+ * count twice in the profiler's memory (the data area is mapped twice, for
+ * records that wrap): sized from the largest copy, 2 CPUs at -F 19999 took
+ * 256 MiB (558 MiB RSS), a 32 MiB cap still 72 MiB RSS, and a 64-CPU host
+ * would have taken 256 MiB at the default rate. */
 static uint32_t ring_bytes(const struct config *cfg, int ncpus)
 {
 	uint64_t hz = 1000, rec = 1024, want, ring = 8u << 20;
@@ -58,7 +59,7 @@ static uint32_t ring_bytes(const struct config *cfg, int ncpus)
 	if (cfg->stack_bytes && cfg->unwind_mode != PY_UNWIND_KERNEL)
 		rec += cfg->stack_bytes < 8192 ? cfg->stack_bytes : 8192;
 	want = hz * (uint64_t)(ncpus > 0 ? ncpus : 1) * rec / 10;
-	while (ring < want && ring < (32u << 20))
+	while (ring < want && ring < (16u << 20))
 		ring <<= 1;
 	return (uint32_t)ring;
 }
