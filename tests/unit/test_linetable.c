@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "linetable.h"
 #include "linetable_fixtures.h"
 
@@ -27,8 +28,6 @@ struct hand_case {
 	uint32_t offset;
 	int32_t line;
 };
-
-static unsigned int failures;
 
 static const char *const format_names[] = {
 	[LT_FMT_LNOTAB] = "lnotab",
@@ -79,14 +78,11 @@ static int decode_copy(enum lt_format format, const uint8_t *tab, size_t len,
 static void report(int pass, const char *what, const char *version,
 		   const char *name, uint32_t offset, int got, int32_t want)
 {
-	if (!pass)
-		failures++;
-	printf("%s %s %s %s offset=%u got=%d", pass ? "ok" : "FAIL", what,
-	       version, name, offset, got);
-	if (want == ANY_LINE)
-		printf(" want=any\n");
-	else
-		printf(" want=%d\n", want);
+	char w[16] = "any";
+
+	if (want != ANY_LINE)
+		snprintf(w, sizeof(w), "%d", want);
+	check(pass, "%s %s %s offset=%u got=%d want=%s", what, version, name, offset, got, w);
 }
 
 static void run_fixtures(void)
@@ -215,10 +211,7 @@ static void run_truncations(void)
 			free(copy);
 		}
 	}
-	if (bad)
-		failures++;
-	printf("%s truncated-prefixes runs=%u bad=%u\n", bad ? "FAIL" : "ok",
-	       runs, bad);
+	check(!bad, "truncated-prefixes runs=%u bad=%u", runs, bad);
 }
 
 /* xorshift32: deterministic, so a failure reproduces. */
@@ -274,10 +267,7 @@ static void run_random(enum lt_format format)
 		}
 		free(buf);
 	}
-	if (bad)
-		failures++;
-	printf("%s random-input %s iterations=20000 bad=%u\n",
-	       bad ? "FAIL" : "ok", format_names[format], bad);
+	check(!bad, "random-input %s iterations=20000 bad=%u", format_names[format], bad);
 }
 
 int main(void)
@@ -288,10 +278,5 @@ int main(void)
 	run_random(LT_FMT_LNOTAB);
 	run_random(LT_FMT_310);
 	run_random(LT_FMT_311);
-	if (failures) {
-		printf("%u FAILED\n", failures);
-		return 1;
-	}
-	printf("all passed\n");
-	return 0;
+	return check_exit();
 }
