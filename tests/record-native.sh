@@ -29,26 +29,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 failed=0
 ran=0
 
-# start INTERP WORKLOAD ARGS...: runs it in the background until "ready".
-start() {
-	py=$1
-	shift
-	rm -f "$work/ready"
-	"$py" "$@" > "$work/ready" &
-	pid=$!
-	i=0
-	until grep -q ready "$work/ready" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -gt 200 ] && return 1
-		sleep 0.1
-	done
-}
-
-stop() {
-	kill $pid 2>/dev/null
-	wait $pid 2>/dev/null
-	pid=
-}
+. "$TOP_SRCDIR/tests/native-common.sh"
 
 # diff_check NAME LOG: the replay's unwind diff line says enough agree.
 diff_check() {
@@ -107,14 +88,7 @@ for py in $interps; do
 	[ -x "$py" ] || { echo "note: $py not present"; continue; }
 	name=$(basename "$(dirname "$(dirname "$py")")")
 	[ "$py" = /usr/bin/python3.11 ] && name=python3.11-debian
-	include=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-	suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')
-	args=
-	mkdir -p "$work/$name"
-	if [ -f "$include/Python.h" ] && gcc -shared -fPIC -O2 -I"$include" \
-		-o "$work/$name/cbext$suffix" "$TOP_SRCDIR/tests/ext/cbext.c" 2>/dev/null; then
-		args=--extension
-	fi
+	args=$(build_ext "$py" "$work/$name")
 	if ! PYTHONPATH=$work/$name start "$py" "$TOP_SRCDIR/tests/workloads/native.py" 60 $args; then
 		echo "FAIL record-native/$name: workload did not start"; failed=1; stop; continue
 	fi
