@@ -136,6 +136,9 @@ struct py_proc_event {
 					    * frame or a cycle: walk stopped */
 #define SAMPLE_F_COMPACT	(1u << 13) /* a compact record: see
 					    * struct py_sample_compact */
+#define SAMPLE_F_COMPACT_REGS	(1u << 14) /* with SAMPLE_F_COMPACT: the header
+					    * keeps regs (a fallback copy of
+					    * the stack follows the pcs) */
 
 /* What the GIL's words read, for py_gil_flags(). */
 struct py_gil_read {
@@ -193,6 +196,8 @@ enum pyperf_stat {
 	STAT_NATIVE_NS,		/* ns of that in the native walk */
 	STAT_BAD_CHAIN,		/* walk stopped at an implausible frame or cycle */
 	STAT_CFRAME_FALLBACK,	/* 3.11-3.12: walk began at the caller's cframe */
+	STAT_NATIVE_COPY,	/* --unwind kernel: tables missing, the stack
+				 * copied for user space to unwind instead */
 	STAT__COUNT,
 };
 

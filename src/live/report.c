@@ -39,10 +39,11 @@ static void print_kernel_unwind_stats(const struct report_view *v)
 
 	fprintf(stderr, "pyperf-pprof: bpf unwind: walks=%" PRIu64 " frames=%" PRIu64 " (fp %" PRIu64
 		", plt %" PRIu64 ", signal %" PRIu64 ") ends: max=%" PRIu64 " no_proc=%" PRIu64
-		" no_map=%" PRIu64 " read=%" PRIu64 " bad=%" PRIu64 "\n", b[STAT_NATIVE_WALKS],
+		" no_map=%" PRIu64 " read=%" PRIu64 " bad=%" PRIu64 " (stack copied %" PRIu64 ")\n",
+		b[STAT_NATIVE_WALKS],
 		b[STAT_NATIVE_FRAMES], b[STAT_NATIVE_FP], b[STAT_NATIVE_PLT], b[STAT_NATIVE_SIGNAL],
 		b[STAT_NATIVE_END_MAX], b[STAT_NATIVE_END_NO_PROC], b[STAT_NATIVE_END_NO_MAP],
-		b[STAT_NATIVE_END_READ], b[STAT_NATIVE_END_BAD]);
+		b[STAT_NATIVE_END_READ], b[STAT_NATIVE_END_BAD], b[STAT_NATIVE_COPY]);
 	fprintf(stderr, "pyperf-pprof: unwind tables: objects=%" PRIu64 " (no cfi %" PRIu64
 		", failed %" PRIu64 ") rows=%" PRIu64 " (%" PRIu64 " KiB) loads=%" PRIu64
 		" throttled=%" PRIu64 " resets=%" PRIu64 " maps_dropped=%" PRIu64 " build=%.1f ms"
@@ -117,8 +118,10 @@ void report_summary(const struct report_view *v)
 		say(v, "pyperf-pprof: native: %" PRIu64 " stacks unwound, %" PRIu64
 		    " stopped early, %" PRIu64 " stack copies failed, %" PRIu64 " merge mismatches, %"
 		    PRIu64 " marked (mapping not loaded yet), %" PRIu64
-		    " perf trampoline frames hidden\n", n->native_stacks, n->native_errors,
-		    n->stack_errors, n->merge_errors, n->native_not_loaded, n->trampolines);
+		    " perf trampoline frames hidden, %" PRIu64 " unwound from a stack copy"
+		    " (tables not loaded yet)\n", n->native_stacks, n->native_errors,
+		    n->stack_errors, n->merge_errors, n->native_not_loaded, n->trampolines,
+		    n->native_copied);
 	if (v->ksym)
 		say(v, "pyperf-pprof: kernel: %" PRIu64 " samples with kernel frames (%zu kernel symbols)\n",
 		    n->kernel_stacks, ksym_count(v->ksym));

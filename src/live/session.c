@@ -378,7 +378,6 @@ static int start_pipeline(struct session *s)
 	struct pipeline_conf c = {
 		.event = cfg->event, .sample_period = cfg->sample_period,
 		.frequency = cfg->frequency, .stack_bytes = cfg->stack_bytes,
-		.kernel_unwind_only = cfg->unwind_mode == PY_UNWIND_KERNEL,
 		.all_native = cfg->all_native, .hw_cycles = s->bpf.hw_cycles, .wall = cfg->wall,
 		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline,
 	};

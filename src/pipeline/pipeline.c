@@ -92,8 +92,6 @@ struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeli
 		p->own_objs = 1;
 	}
 	k->nsym = k->objs ? nsym_ctx_new(k->objs) : NULL;
-	if (k->nsym && c->kernel_unwind_only)
-		return p;	/* the BPF walk unwinds: libunwind not needed */
 	k->unw = k->nsym ? unwind_ctx_new(k->objs, NULL) : NULL;
 	if (k->unw)
 		return p;

@@ -31,7 +31,6 @@ struct pipeline_conf {
 	uint64_t sample_period;		/* events per sample; 0 with frequency */
 	uint64_t frequency;		/* samples per second; 0 with a period */
 	uint32_t stack_bytes;		/* 0: Python frames only */
-	int kernel_unwind_only;		/* --unwind kernel: no libunwind */
 	int all_native;			/* --all-native: no native_filter */
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	int wall;			/* --mode wall: off-CPU time too */

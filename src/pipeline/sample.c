@@ -340,6 +340,15 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	if (!kernel && nu < 0)
 		return 0;
 	k->n.native_stacks++;
+	if (kernel && *not_loaded && k->native_miss)
+		k->native_miss(k->native_miss_ctx, (int)s->h.pid);
+	if (kernel && *not_loaded && nu >= 0) {
+		/* BPF copied the stack because its tables lacked a mapping:
+		 * libunwind's whole stack, not the cut one. */
+		k->n.native_copied++;
+		*not_loaded = 0;
+		kernel = 0;
+	}
 	if (!kernel) {
 		if (uend != UNWIND_END_OUTERMOST)
 			k->n.native_errors++;
@@ -347,8 +356,6 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	}
 	if (*not_loaded) {
 		k->n.native_not_loaded++;
-		if (k->native_miss)
-			k->native_miss(k->native_miss_ctx, (int)s->h.pid);
 	} else if (s->h.native_end != PY_NATIVE_END_OUTERMOST) {
 		k->n.native_errors++;
 	}
@@ -631,18 +638,26 @@ void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 }
 
 /* A compact record (SAMPLE_F_COMPACT, bpf/pyperf.h) into the full
- * layout in k->full: regs zeroed, frames of 32 bytes. 0, or -1 if out of
+ * layout in k->full: regs zeroed (unless SAMPLE_F_COMPACT_REGS kept
+ * them), frames of 32 bytes. 0, or -1 if out of
  * memory; *rec and *size then describe the full record. A malformed one
  * is left as it is for sample_add to refuse. */
 static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
 {
 	const uint8_t *c = *rec;
-	const size_t fhdr = sizeof(struct py_sample_hdr), chdr = PY_SAMPLE_COMPACT_HDR;
+	const size_t fhdr = sizeof(struct py_sample_hdr);
+	size_t chdr = PY_SAMPLE_COMPACT_HDR;
 	struct py_frame_compact fc;
+	uint32_t flags;
 	struct py_frame_rec *f;
 	size_t n, need, rest;
 	uint16_t nframes;
 
+	if (*size < chdr)
+		return 0;
+	memcpy(&flags, c + offsetof(struct py_sample_hdr, flags), sizeof(flags));
+	if (flags & SAMPLE_F_COMPACT_REGS)
+		chdr = fhdr;	/* compact frames, whole header */
 	if (*size < chdr)
 		return 0;
 	memcpy(&nframes, c + offsetof(struct py_sample_hdr, nframes), sizeof(nframes));
@@ -659,10 +674,14 @@ static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
 		k->full = b;
 		k->full_cap = need;
 	}
-	memcpy(k->full, c, PY_SAMPLE_REGS_OFF);
-	memset(k->full + PY_SAMPLE_REGS_OFF, 0, PY_SAMPLE_REGS_LEN);
-	memcpy(k->full + PY_SAMPLE_REGS_OFF + PY_SAMPLE_REGS_LEN, c + PY_SAMPLE_REGS_OFF,
-	       chdr - PY_SAMPLE_REGS_OFF);
+	if (chdr == fhdr) {
+		memcpy(k->full, c, fhdr);
+	} else {
+		memcpy(k->full, c, PY_SAMPLE_REGS_OFF);
+		memset(k->full + PY_SAMPLE_REGS_OFF, 0, PY_SAMPLE_REGS_LEN);
+		memcpy(k->full + PY_SAMPLE_REGS_OFF + PY_SAMPLE_REGS_LEN,
+		       c + PY_SAMPLE_REGS_OFF, chdr - PY_SAMPLE_REGS_OFF);
+	}
 	f = (struct py_frame_rec *)(k->full + fhdr);
 	for (size_t i = 0; i < n; i++) {
 		memcpy(&fc, c + chdr + i * sizeof(fc), sizeof(fc));

@@ -41,6 +41,8 @@ struct sample_counts {
 	uint64_t record_bytes;		/* bytes of all records received */
 	uint64_t native_not_loaded;	/* --unwind kernel: the walk met a mapping
 					 * not loaded yet; the stack is marked */
+	uint64_t native_copied;		/* ... and unwound from the stack copy
+					 * BPF made instead (not marked) */
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
