@@ -57,12 +57,14 @@ static void usage(FILE *f)
 "                           sleep, do I/O, str, re or gc work are kept\n"
 "      --kernel             kernel frames on top of samples taken in the\n"
 "                           kernel (system calls), named from /proc/kallsyms\n"
-"      --stack-bytes N      user stack bytes copied per sample for native\n"
-"                           unwinding (default 32768, at most 65536)\n"
-"      --unwind MODE        where native frames are unwound: user (default:\n"
-"                           stack copy + libunwind), kernel (in BPF from\n"
-"                           unwind tables, no stack copy), or both (debug:\n"
-"                           compare the two on every sample)\n"
+"      --stack-bytes N      user stack bytes copied per sample when one is\n"
+"                           (default 32768, at most 65536)\n"
+"      --unwind MODE        where native frames are unwound: kernel (default:\n"
+"                           in BPF from unwind tables; a sample meeting code\n"
+"                           not loaded yet is copied and unwound by\n"
+"                           libunwind), user (stack copy + libunwind on every\n"
+"                           sample), or both (debug: compare the two on\n"
+"                           every sample)\n"
 "      --record FILE        also save what the session observes (samples,\n"
 "                           target memory and files read) to FILE\n"
 "      --replay FILE        no sampling: turn a --record FILE into --out\n"
@@ -243,6 +245,7 @@ static int handle_opt(int c, struct config *cfg)
 	case OPT_NATIVE:
 		if (!cfg->stack_bytes)
 			cfg->stack_bytes = DEFAULT_STACK;
+	cfg->unwind_mode = PY_UNWIND_KERNEL;
 		return 0;
 	case OPT_NO_NATIVE:
 		cfg->stack_bytes = 0;
@@ -304,6 +307,7 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 	cfg->sample_period = DEFAULT_PERIOD;
 	cfg->ringbuf_bytes = 0;		/* from the rate (bpf_attach.c) */
 	cfg->stack_bytes = DEFAULT_STACK;
+	cfg->unwind_mode = PY_UNWIND_KERNEL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+p:d:o:e:c:F:vqh", long_opts, NULL)) != -1) {
 		if (c == 'h') {
