@@ -47,7 +47,7 @@ static void usage(FILE *f)
 "                           off it (sleep, I/O, locks, GIL), every thread\n"
 "      --gil                only samples of threads holding the GIL\n"
 "      --ringbuf-size BYTES BPF ring buffer size (default: 100 ms of records\n"
-"                           at the sampling rate on every CPU, 8 to 16 MiB)\n"
+"                           at the sampling rate on every CPU, 2 to 16 MiB)\n"
 "      --no-native          Python frames only: do not copy and unwind the\n"
 "                           native stack (cheaper)\n"
 "      --native             merge native frames into the stacks (default)\n"

@@ -38,11 +38,13 @@ void bpf_attach_log_level(int verbose)
 }
 
 /* The ring buffer, unless --ringbuf-size: 100 ms of records (the reader
- * is woken at 256 KiB) at the sampling rate on every CPU. A record is
+ * is woken at 256 KiB or 4 ms after its last wakeup) at the sampling rate
+ * on every CPU. A record is
  * under 1 KiB without a stack copy (compact records, bpf/pyperf.h: ~0.8
  * KiB on a deep program) plus the copy, which is what the stack uses:
  * 2.5 KB on make bench's workload, 8 KB with threads, 12.8 KB on docutils
- * under -X perf; 8 KiB is counted. At least the former fixed 8 MiB; at
+ * under -X perf; 8 KiB is counted. At least 2 MiB (the former fixed 8 MiB
+ * was 16 MiB of the profiler's 29 MiB on a deep program at 1 ms); at
  * most 16 MiB, because the pages are touched as records go round and
  * count twice in the profiler's memory (the data area is mapped twice, for
  * records that wrap): sized from the largest copy, 2 CPUs at -F 19999 took
@@ -50,7 +52,7 @@ void bpf_attach_log_level(int verbose)
  * would have taken 256 MiB at the default rate. */
 static uint32_t ring_bytes(const struct config *cfg, int ncpus)
 {
-	uint64_t hz = 1000, rec = 1024, want, ring = 8u << 20;
+	uint64_t hz = 1000, rec = 1024, want, ring = 2u << 20;
 
 	if (cfg->frequency)
 		hz = cfg->frequency;
