@@ -198,6 +198,7 @@ enum pyperf_stat {
 	STAT_CFRAME_FALLBACK,	/* 3.11-3.12: walk began at the caller's cframe */
 	STAT_NATIVE_COPY,	/* --unwind kernel: tables missing, the stack
 				 * copied for user space to unwind instead */
+	STAT_FRESH_WAKEUPS,	/* reader woken for a sample with new code */
 	STAT__COUNT,
 };
 
