@@ -665,8 +665,10 @@ def summarize_group(g, fixed, early):
         bg += [x for s in ss for x in s["background"]]
         piece += [s["piece_wall_b"] for s in ss]
     # Per extra sample: slope between the lowest rate and each other rate of
-    # the same tool, session by session (fixed and per-stack costs cancel);
-    # the lowest rate's row shows the slope to the next rate.
+    # the same tool, session by session (fixed and per-stack costs cancel),
+    # of the CPU after start-up (the default mode's BPF verification, ~0.35
+    # s, varies by more than all of a short run's samples cost); the lowest
+    # rate's row shows the slope to the next rate.
     for tool in set(r["tool"] for r in rows):
         rs = sorted((r for r in rows if r["tool"] == tool), key=lambda r: r["hz"])
         for i, r in enumerate(rs):
@@ -675,7 +677,7 @@ def summarize_group(g, fixed, early):
                 continue
             lo, hi = (rs[0], r) if i else (rs[0], rs[1])
             r["user_us_slope"] = med([
-                (y["tool_cpu"] - x["tool_cpu"]) / (y["samples"] - x["samples"]) * 1e6
+                (after_start_cpu(y) - after_start_cpu(x)) / (y["samples"] - x["samples"]) * 1e6
                 for x, y in zip(lo["sessions"], hi["sessions"])
                 if x.get("samples") is not None and y.get("samples") is not None
                 and y["samples"] > x["samples"]])
@@ -813,7 +815,7 @@ def deep_program(ctx, py):
     return {"runs": runs, "maxrate": maxrate, "units": DEEP_UNITS}
 
 
-def deep_cpu(x):
+def after_start_cpu(x):
     """The tool's CPU after its start-up when known (the start-up of
     --unwind kernel varies by more than a run's samples cost), else all."""
     if x.get("tool_cpu_ready") is not None:
@@ -836,7 +838,7 @@ def deep_rows(res):
             early = early_for(res.get("early_ns", {}), res["main_python"], mode, int(hz))
             hi = by_hz[hz] if int(hz) != min(DEEP_RATES) else by_hz.get(
                 str(sorted(DEEP_RATES)[1]), [])
-            slope = med([(deep_cpu(y) - deep_cpu(x)) / (y["samples"] - x["samples"]) * 1e6
+            slope = med([(after_start_cpu(y) - after_start_cpu(x)) / (y["samples"] - x["samples"]) * 1e6
                          for x, y in zip(lo, hi) if x.get("samples") and y.get("samples")
                          and y["samples"] > x["samples"]])
             rows.append({
@@ -993,7 +995,7 @@ def budget_lines(res):
                           "999 Hz, %s µs at 99 Hz" % (
                               fmt(v), fmt(r["user_us_raw"]),
                               fmt(r99[0]["user_us_raw"] if r99 else None, "%.0f")),
-                          v is not None and v <= lim))
+                          None if v is None or v <= 0 else v <= lim))
     for mode, key, what in (("pyperf-nonative", "bpf_nonative", "Python-only"),
                             ("pyperf-kernel", "bpf_kernel", "native unwound in BPF")):
         for x in res["max_rate"].get(mode, []):
@@ -1334,6 +1336,8 @@ def main():
     if args.from_json:
         with open(args.from_json) as f:
             res = json.load(f)
+        for g in res["groups"]:     # again, with this version's rules
+            summarize_group(g, res.get("fixed", {}), res.get("early_ns", {}))
         md = os.path.abspath(args.out or "BENCHMARKS.md")
         png = os.path.abspath(args.plot or "overhead.png")
         write_outputs(res, md, png)
