@@ -359,7 +359,9 @@ struct py_sample {
  * header is h's first PY_SAMPLE_REGS_OFF bytes then h's fields after regs
  * (pid, tid, time_ns, flags stay where they are); user space puts the
  * record back into the full layout (src/pipeline/sample.c) before reading
- * it. 136 + 16 bytes a frame less: ~1.3 KB -> ~0.75 KB per sample on a
+ * it. A kernel-mode sample whose tables were missing carries a stack copy
+ * and so keeps the whole header, regs included (SAMPLE_F_COMPACT_REGS),
+ * its frames still compact. 136 + 16 bytes a frame less: ~1.3 KB -> ~0.75 KB per sample on a
  * deep program.
  */
 #define PY_SAMPLE_REGS_OFF	__builtin_offsetof(struct py_sample_hdr, regs)

@@ -247,6 +247,74 @@ static void test_validation_clock(struct env *e)
 	check_got(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
 }
 
+/* The record in buf (len bytes) into a fresh profile: its one collapsed
+ * line (static buffer). */
+static const char *run_buf(struct env *e, const uint8_t *buf, size_t len)
+{
+	static char line[4096];
+	char *text = NULL;
+	size_t n = 0;
+
+	profile_free(e->k->prof);
+	e->k->prof = profile_new();
+	profile_add_sample_type(e->k->prof, "samples", "count");
+	profile_add_sample_type(e->k->prof, "cpu", "nanoseconds");
+	memset(&e->k->n, 0, sizeof(e->k->n));
+	if (sample_add(e->k, &e->t, buf, len) || collapsed_encode(e->k->prof, &text, &n))
+		return "(sample_add or encode failed)";
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+	free(text);
+	return line;
+}
+
+/* Compact records (bpf/pyperf.h): 16-byte frames after a header without
+ * regs, or after the whole header (SAMPLE_F_COMPACT_REGS: a kernel-mode
+ * sample that carries a stack copy). Both read as the full record does. */
+static void test_compact(struct env *e)
+{
+	static uint8_t buf[sizeof(struct py_sample_hdr) + 4 * sizeof(struct py_frame_compact)];
+	const size_t regs_end = PY_SAMPLE_REGS_OFF + PY_SAMPLE_REGS_LEN;
+	char full[4096];
+	const char *got;
+
+	frame(e, 0, CODE(e->a), 0);
+	frame(e, 1, CODE(e->b), FRAME_F_ENTRY);
+	frame(e, 2, CODE(e->c), 0);
+	snprintf(full, sizeof(full), "%s", run(e, 3, 0));
+	check_got(!strcmp(full, "c (fake.py:0);b (fake.py:0);a (fake.py:0) 1"),
+		  "compact: the full record's stack", full);
+	for (int keep_regs = 0; keep_regs < 2; keep_regs++) {
+		struct py_sample_hdr h = e->s->h;
+		size_t hdr = keep_regs ? sizeof(h) : PY_SAMPLE_COMPACT_HDR;
+
+		h.flags = SAMPLE_F_COMPACT | (keep_regs ? SAMPLE_F_COMPACT_REGS : 0);
+		for (int i = 0; i < PYPERF_NREGS; i++)
+			h.regs[i] = 0x1111111111111111ull * (uint64_t)(i + 1);
+		if (keep_regs) {
+			memcpy(buf, &h, sizeof(h));
+		} else {
+			memcpy(buf, &h, PY_SAMPLE_REGS_OFF);
+			memcpy(buf + PY_SAMPLE_REGS_OFF, (uint8_t *)&h + regs_end,
+			       sizeof(h) - regs_end);
+		}
+		for (int i = 0; i < 3; i++) {
+			struct py_frame_compact c = {
+				.code_flags = e->s->frames[i].code | e->s->frames[i].flags,
+				.lasti = e->s->frames[i].lasti };
+
+			memcpy(buf + hdr + (size_t)i * sizeof(c), &c, sizeof(c));
+		}
+		got = run_buf(e, buf, hdr + 3 * sizeof(struct py_frame_compact));
+		check_got(!strcmp(got, full) && e->k->n.malformed == 0,
+			  keep_regs ? "compact frames after the whole header: the same stack" :
+				      "compact record: the same stack", got);
+		/* One byte short of its frames: refused, not misread. */
+		got = run_buf(e, buf, hdr + 3 * sizeof(struct py_frame_compact) - 1);
+		check(e->k->n.malformed == 1, "%s one byte short: malformed",
+		      keep_regs ? "compact frames after the whole header," : "compact record,");
+	}
+}
+
 int main(void)
 {
 	const struct py_layout *l = py_layout_find(3, 12);
@@ -275,6 +343,7 @@ int main(void)
 	fake_code(&l->code, &e->b, "b");
 	fake_code(&l->code, &e->c, "c");
 	test_cases(e);
+	test_compact(e);
 	test_validation_clock(e);
 	test_long_names(e);
 	profile_free(e->k->prof);
