@@ -245,7 +245,6 @@ static int handle_opt(int c, struct config *cfg)
 	case OPT_NATIVE:
 		if (!cfg->stack_bytes)
 			cfg->stack_bytes = DEFAULT_STACK;
-	cfg->unwind_mode = PY_UNWIND_KERNEL;
 		return 0;
 	case OPT_NO_NATIVE:
 		cfg->stack_bytes = 0;

@@ -1,0 +1,70 @@
+/*
+ * Unit tests of src/cli.c: the defaults a user gets without options, and
+ * options that touch the same settings in either order (--native after
+ * --unwind once reset the unwind mode).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cli.h"
+#include "pyperf.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])) - 1)
+
+/* cli_parse on a NULL-terminated argv; cmdline freed. */
+static enum cli_result parse(char **argv, int argc, struct config *cfg)
+{
+	enum cli_result r = cli_parse(argc, argv, cfg);
+
+	free((char *)cfg->cmdline);
+	cfg->cmdline = NULL;
+	return r;
+}
+
+static void test_defaults(void)
+{
+	char *argv[] = { "pyperf-pprof", NULL };
+	struct config cfg;
+
+	check(parse(argv, ARGC(argv), &cfg) == CLI_RUN, "no options: runs");
+	check(cfg.unwind_mode == PY_UNWIND_KERNEL, "default: native frames unwound in BPF");
+	check(cfg.stack_bytes == 32768, "default: native frames on, 32 KiB copies where copied");
+	check(cfg.all && cfg.duration_ms == 1000, "default: whole host for 1 s");
+	check(!strcmp(cfg.out, "profile.pb.gz") && cfg.format == FORMAT_PPROF,
+	      "default: profile.pb.gz, pprof");
+}
+
+static void test_unwind_and_native(void)
+{
+	char *user_native[] = { "pyperf-pprof", "--unwind", "user", "--native", NULL };
+	char *native_user[] = { "pyperf-pprof", "--native", "--unwind", "user", NULL };
+	char *no_native[] = { "pyperf-pprof", "--no-native", "--unwind", "both", NULL };
+	char *renative[] = { "pyperf-pprof", "--no-native", "--native", NULL };
+	char *bad[] = { "pyperf-pprof", "--unwind", "sideways", NULL };
+	struct config cfg;
+
+	check(parse(user_native, ARGC(user_native), &cfg) == CLI_RUN &&
+	      cfg.unwind_mode == PY_UNWIND_USER && cfg.stack_bytes,
+	      "--unwind user --native: user mode kept");
+	check(parse(native_user, ARGC(native_user), &cfg) == CLI_RUN &&
+	      cfg.unwind_mode == PY_UNWIND_USER && cfg.stack_bytes,
+	      "--native --unwind user: user mode");
+	check(parse(no_native, ARGC(no_native), &cfg) == CLI_RUN &&
+	      cfg.stack_bytes == 0 && cfg.unwind_mode == PY_UNWIND_BOTH,
+	      "--no-native: no stack, whatever the unwind mode");
+	check(parse(renative, ARGC(renative), &cfg) == CLI_RUN &&
+	      cfg.stack_bytes == 32768 && cfg.unwind_mode == PY_UNWIND_KERNEL,
+	      "--no-native --native: native frames back, default mode");
+	fprintf(stderr, "(an error line about --unwind is expected below)\n");
+	check(parse(bad, ARGC(bad), &cfg) == CLI_ERROR, "--unwind sideways: refused");
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	test_defaults();
+	test_unwind_and_native();
+	return check_exit();
+}
