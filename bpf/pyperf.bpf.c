@@ -488,15 +488,21 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma,
 
 /* Copies the user registers and up to stack_bytes of the user stack (never
  * past the end of the stack's mapping) after the n frames of fsize bytes
- * and the npcs pcs. Returns the bytes of stack copied. */
-static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u32 n,
-					     __u32 fsize, __u32 npcs)
+ * and the npcs pcs. Returns the bytes of stack copied. A global function,
+ * verified once: inlined, its page loop was checked for every state that
+ * reached it (~120k instructions in kernel mode, ~50k in user mode). */
+__noinline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u32 n, __u32 fsize,
+				 __u32 npcs)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
-	__u64 *g = s->h.regs, end = 0, top, len, first, off, chunk;
+	__u64 *g, end = 0, top, len, first, off, chunk, fo;
 	struct pt_regs u;
 	void *dst;
+
+	if (!s)
+		return 0;
+	g = s->h.regs;
 
 	if (bpf_probe_read_kernel(&u, sizeof(u), r))
 		return 0;
@@ -524,14 +530,13 @@ static __always_inline __u32 copy_user_stack(__u64 ip, struct py_sample *s, __u3
 		len = stack_bytes;
 	if (len > PYPERF_MAX_STACK)
 		len = PYPERF_MAX_STACK;
-	if (n > PYPERF_MAX_FRAMES || len == 0)
+	/* After the frames and the pcs unwound in BPF, if any (--unwind
+	 * both, or kernel's fallback). */
+	fo = (__u64)n * (fsize == sizeof(struct py_frame_rec) ? sizeof(struct py_frame_rec) :
+							       sizeof(struct py_frame_compact));
+	if (fo > sizeof(s->frames) || len == 0)
 		goto fail;
-	/* After the pcs unwound in BPF, if any (--unwind both, or kernel's
-	 * fallback). */
-	dst = (void *)s->frames + (__u64)n * (fsize == sizeof(struct py_frame_rec) ?
-					     sizeof(struct py_frame_rec) :
-					     sizeof(struct py_frame_compact)) +
-	      (__u64)(npcs & (PYPERF_MAX_NATIVE * 2 - 1)) * 8;
+	dst = (void *)s->frames + fo + (__u64)(npcs & (PYPERF_MAX_NATIVE * 2 - 1)) * 8;
 	if (!bpf_probe_read_user(dst, len, (const void *)u.sp))
 		return (__u32)len;
 	/* Live frames can hold pages never touched (a large local buffer), and
@@ -695,24 +700,45 @@ struct nwalk {
 	__u8 end;
 };
 
+/* A binary search for the last mapping starting at or before pc. */
+struct map_search {
+	const struct py_unwind_proc *p;
+	__u64 pc;
+	__u32 lo, hi;
+};
+
+/* One step of it, as a bpf_loop callback, verified once: written as a
+ * loop, the verifier walked its unrolled steps down both branches for
+ * every state reaching it, ~770k of the ~930k instructions it checked for
+ * the whole program in kernel mode (its limit is 1M, and other kernels
+ * prune differently). */
+static long map_search_step(__u32 i, struct map_search *s)
+{
+	__u32 mid;
+
+	if (s->lo >= s->hi)
+		return 1;
+	mid = (s->lo + s->hi) / 2;
+	if (s->p->m[mid & (PY_UNWIND_MAX_MAPS - 1)].start <= s->pc)
+		s->lo = mid + 1;
+	else
+		s->hi = mid;
+	return 0;
+}
+
 /* The mapping holding pc, or NULL. */
 static __always_inline const struct py_unwind_map *find_map(const struct py_unwind_proc *p,
 							    __u64 pc)
 {
-	__u32 lo = 0, hi = p->n, mid;
+	struct map_search s = { .p = p, .pc = pc, .hi = p->n };
+	__u32 lo;
 
-	if (hi > PY_UNWIND_MAX_MAPS)
-		hi = PY_UNWIND_MAX_MAPS;
-	for (int k = 0; k < PY_UNWIND_MAP_SEARCH && lo < hi; k++) {
-		mid = (lo + hi) / 2;
-		if (p->m[mid & (PY_UNWIND_MAX_MAPS - 1)].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	if (s.hi > PY_UNWIND_MAX_MAPS)
+		s.hi = PY_UNWIND_MAX_MAPS;
+	bpf_loop(PY_UNWIND_MAP_SEARCH, map_search_step, &s, 0);
+	if (s.lo == 0)
 		return NULL;
-	lo = (lo - 1) & (PY_UNWIND_MAX_MAPS - 1);
+	lo = (s.lo - 1) & (PY_UNWIND_MAX_MAPS - 1);
 	return pc < p->m[lo].end ? &p->m[lo] : NULL;
 }
 
