@@ -666,9 +666,10 @@ def summarize_group(g, fixed, early):
         piece += [s["piece_wall_b"] for s in ss]
     # Per extra sample: slope between the lowest rate and each other rate of
     # the same tool, session by session (fixed and per-stack costs cancel),
-    # of the CPU after start-up (the default mode's BPF verification, ~0.35
-    # s, varies by more than all of a short run's samples cost); the lowest
-    # rate's row shows the slope to the next rate.
+    # of the CPU after start-up (the default mode's start-up, BPF
+    # verification and unwind tables, varied by more than all of a short
+    # run's samples cost); the lowest rate's row shows the slope to the
+    # next rate.
     for tool in set(r["tool"] for r in rows):
         rs = sorted((r for r in rows if r["tool"] == tool), key=lambda r: r["hz"])
         for i, r in enumerate(rs):
