@@ -348,6 +348,7 @@ int main(void)
 	test_long_names(e);
 	profile_free(e->k->prof);
 	pysym_cache_free(e->k->syms);
+	free(e->k->full);	/* expand_compact's buffer */
 	free(e->s);
 	free(e->k);
 	free(e);
