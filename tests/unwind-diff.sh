@@ -11,7 +11,8 @@
 #    (never unwound wrong), its tables are loaded on that miss, later
 #    samples agree; in the default mode (--unwind kernel) those first
 #    samples carry a stack copy and are unwound by libunwind instead:
-#    none marked, liblzma's frames in the profile;
+#    none marked but where the copy itself failed, liblzma's frames in
+#    the profile;
 #  - compact records (--no-native, --unwind kernel) replay as recorded;
 #  - the native end-to-end scenario (tests/e2e.sh) passes unchanged with
 #    --unwind user (make check runs it in the default, kernel) on Debian's
@@ -118,14 +119,16 @@ if late late --unwind both -o "$work/late.pb.gz"; then
 	# The default mode: the samples that meet liblzma before its tables
 	# are loaded are unwound from a stack copy, not marked.
 	late late-kernel --format collapsed -o "$work/late-kernel.txt"
+	# A sample is still marked where its copy failed too (a stack page
+	# that could not be read): a refusal, never a cut stack passed off.
 	copied=$(sed -n 's/.* \([0-9]*\) unwound from a stack copy.*/\1/p' "$work/late-kernel.log")
 	marked=$(sed -n 's/.* \([0-9]*\) marked (mapping not loaded yet).*/\1/p' "$work/late-kernel.log")
+	cfail=$(sed -n 's/.* \([0-9]*\) stack copies failed.*/\1/p' "$work/late-kernel.log")
 	lzma=$(grep -c 'lzma_' "$work/late-kernel.txt")
-	if [ "${copied:-0}" -ge 1 ] && [ "${marked:-1}" = 0 ] && [ "$lzma" -ge 1 ] &&
-	   ! grep -q 'mapping not loaded yet' "$work/late-kernel.txt"; then
-		echo "PASS unwind-diff/late-load-kernel: $copied samples unwound from a stack copy while liblzma's tables loaded, 0 marked, $lzma stacks through liblzma"
+	if [ "${copied:-0}" -ge 1 ] && [ "${marked:-1}" -le "${cfail:-0}" ] && [ "$lzma" -ge 1 ]; then
+		echo "PASS unwind-diff/late-load-kernel: $copied samples unwound from a stack copy while liblzma's tables loaded, $marked marked (no more than the $cfail copies that failed), $lzma stacks through liblzma"
 	else
-		echo "FAIL unwind-diff/late-load-kernel: copied=${copied:-?} marked=${marked:-?} liblzma stacks=$lzma"
+		echo "FAIL unwind-diff/late-load-kernel: copied=${copied:-?} marked=${marked:-?} (copies failed ${cfail:-?}) liblzma stacks=$lzma"
 		grep -E 'native:|bpf unwind:|unwind tables:' "$work/late-kernel.log" | sed 's/^/  /'
 		failed=1
 	fi
