@@ -157,15 +157,8 @@ static struct w_pair *pair_get(struct w_pair **v, size_t *n, size_t *cap, uint32
 			return &(*v)[i];
 	if (!add)
 		return NULL;
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct w_pair *nv = realloc(*v, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		*v = nv;
-		*cap = nc;
-	}
+	if (rec_grow((void **)v, cap, *n + 1, sizeof(**v)))
+		return NULL;
 	(*v)[*n] = (struct w_pair){ .pid = pid };
 	return &(*v)[(*n)++];
 }
@@ -318,15 +311,8 @@ static struct w_pair *maps_slot(struct recorder *rec, uint32_t pid, uint32_t gen
 	for (size_t i = 0; i < rec->nmaps; i++)
 		if (rec->maps[i].pid == pid && rec->maps[i].gen == gen)
 			return &rec->maps[i];
-	if (rec->nmaps == rec->maps_cap) {
-		size_t nc = rec->maps_cap ? rec->maps_cap * 2 : 16;
-		struct w_pair *nv = realloc(rec->maps, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		rec->maps = nv;
-		rec->maps_cap = nc;
-	}
+	if (rec_grow((void **)&rec->maps, &rec->maps_cap, rec->nmaps + 1, sizeof(*rec->maps)))
+		return NULL;
 	rec->maps[rec->nmaps] = (struct w_pair){ .pid = pid, .gen = gen };
 	return &rec->maps[rec->nmaps++];
 }
@@ -422,15 +408,8 @@ static uint32_t w_object(struct recorder *rec, const struct stat *st)
 	}
 	if (rec->nobj >= REC_MAX_OBJECTS)
 		return UINT32_MAX;
-	if (rec->nobj == rec->obj_cap) {
-		size_t nc = rec->obj_cap ? rec->obj_cap * 2 : 32;
-		struct w_obj *nv = realloc(rec->obj, nc * sizeof(*nv));
-
-		if (!nv)
-			return UINT32_MAX;
-		rec->obj = nv;
-		rec->obj_cap = nc;
-	}
+	if (rec_grow((void **)&rec->obj, &rec->obj_cap, rec->nobj + 1, sizeof(*rec->obj)))
+		return UINT32_MAX;
 	rec->obj[rec->nobj] = (struct w_obj){ .dev = st->st_dev, .ino = st->st_ino,
 					  .size = (uint64_t)st->st_size, .mtime_ns = mt };
 	w_file(rec, (uint32_t)rec->nobj, (uint64_t)st->st_size, NULL);
