@@ -77,31 +77,36 @@ static void frame(struct env *e, unsigned i, uint64_t code, uint32_t flags)
 	e->s->frames[i].flags = flags;
 }
 
-/* Adds the record with n frames and flags to a fresh profile; returns its
- * one collapsed line (static buffer). */
-static const char *run(struct env *e, unsigned n, uint32_t flags)
+/* The record in buf (len bytes) into a fresh profile: its one collapsed
+ * line (static buffer). */
+static const char *run_buf(struct env *e, const uint8_t *buf, size_t len)
 {
 	static char line[4096];
 	char *text = NULL;
-	size_t len = 0;
+	size_t n = 0;
 
 	profile_free(e->k->prof);
 	e->k->prof = profile_new();
 	profile_add_sample_type(e->k->prof, "samples", "count");
 	profile_add_sample_type(e->k->prof, "cpu", "nanoseconds");
 	memset(&e->k->n, 0, sizeof(e->k->n));
+	if (sample_add(e->k, &e->t, buf, len) || collapsed_encode(e->k->prof, &text, &n))
+		return "(sample_add or encode failed)";
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+	free(text);
+	return line;
+}
+
+/* Adds the record with n frames and flags to a fresh profile; returns its
+ * one collapsed line (static buffer). */
+static const char *run(struct env *e, unsigned n, uint32_t flags)
+{
 	e->s->h.pid = (uint32_t)getpid();
 	e->s->h.tid = (uint32_t)getpid();
 	e->s->h.period = 1000;
 	e->s->h.flags = flags;
 	e->s->h.nframes = (uint16_t)n;
-	line[0] = '\0';
-	if (sample_add(e->k, &e->t, e->s, sizeof(e->s->h) + n * sizeof(e->s->frames[0])) ||
-	    collapsed_encode(e->k->prof, &text, &len))
-		return "(sample_add or encode failed)";
-	snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
-	free(text);
-	return line;
+	return run_buf(e, (const uint8_t *)e->s, sizeof(e->s->h) + n * sizeof(e->s->frames[0]));
 }
 
 #define CODE(x) ((uint64_t)(uintptr_t)(x).code)
@@ -245,26 +250,6 @@ static void test_validation_clock(struct env *e)
 	e->s->h.time_ns = 0;
 	got = run(e, 1, 0);
 	check_got(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
-}
-
-/* The record in buf (len bytes) into a fresh profile: its one collapsed
- * line (static buffer). */
-static const char *run_buf(struct env *e, const uint8_t *buf, size_t len)
-{
-	static char line[4096];
-	char *text = NULL;
-	size_t n = 0;
-
-	profile_free(e->k->prof);
-	e->k->prof = profile_new();
-	profile_add_sample_type(e->k->prof, "samples", "count");
-	profile_add_sample_type(e->k->prof, "cpu", "nanoseconds");
-	memset(&e->k->n, 0, sizeof(e->k->n));
-	if (sample_add(e->k, &e->t, buf, len) || collapsed_encode(e->k->prof, &text, &n))
-		return "(sample_add or encode failed)";
-	snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
-	free(text);
-	return line;
 }
 
 /* Compact records (bpf/pyperf.h): 16-byte frames after a header without
