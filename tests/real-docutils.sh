@@ -109,23 +109,16 @@ PYEOF
 	fi
 }
 
-# twice NAME ARGS...: run, and once more if that failed. The merge figure
+# Each case runs twice if it fails once (tests/twice.sh): the merge figure
 # is a share of ~3000 samples that sits 0.5-1.5 points above its line on a
 # quiet machine; under a loaded make check one run in several dipped to the
-# line. Both runs are printed; the case fails only if both do.
-twice() {
-	before=$failed
-	run "$@"
-	[ "$failed" = "$before" ] && return
-	echo "note: $1 failed once; running it again"
-	failed=$before
-	run "$@"
-}
+# line.
+. "$TOP_SRCDIR/tests/twice.sh"
 
-twice "docutils on Debian's python3.11" 2 /usr/bin/python3.11
+twice run "docutils on Debian's python3.11" 2 /usr/bin/python3.11
 for py in "$root/3.12.1/bin/python3.12" "$root/3.13.0/bin/python3.13"; do
 	if [ -x "$py" ]; then
-		twice "docutils on $(basename "$py") -X perf" 2 "$py" -X perf
+		twice run "docutils on $(basename "$py") -X perf" 2 "$py" -X perf
 	else
 		echo "note: $py not present: its -X perf case is left out"
 	fi
