@@ -1136,7 +1136,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
-	if (bpf_ringbuf_output(&events, out, size, wakeup_flag(w.fresh, bpf_ktime_get_ns())))
+	if (bpf_ringbuf_output(&events, out, size, wakeup_flag(w.fresh, s->h.time_ns)))
 		stat_inc(STAT_LOST);
 	else
 		stat_inc(STAT_SENT);

@@ -340,14 +340,16 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	if (!kernel && nu < 0)
 		return 0;
 	k->n.native_stacks++;
-	if (kernel && *not_loaded && k->native_miss)
-		k->native_miss(k->native_miss_ctx, (int)s->h.pid);
-	if (kernel && *not_loaded && nu >= 0) {
-		/* BPF copied the stack because its tables lacked a mapping:
-		 * libunwind's whole stack, not the cut one. */
-		k->n.native_copied++;
-		*not_loaded = 0;
-		kernel = 0;
+	if (kernel && *not_loaded) {
+		if (k->native_miss)
+			k->native_miss(k->native_miss_ctx, (int)s->h.pid);
+		if (nu >= 0) {
+			/* BPF copied the stack because its tables lacked a
+			 * mapping: libunwind's whole stack, not the cut one. */
+			k->n.native_copied++;
+			*not_loaded = 0;
+			kernel = 0;
+		}
 	}
 	if (!kernel) {
 		if (uend != UNWIND_END_OUTERMOST)
