@@ -42,7 +42,8 @@ struct {
  * thread, not once per sample. Entries are re-validated on every use.
  * Task storage rather than a hash by tid: it hangs off the task_struct the
  * program already holds, where a 64k-entry hash cost ~1 us of cold pages
- * per sample at 99 Hz; and it goes away with the thread. */
+ * per sample at 99 Hz; and it goes away with the thread. Most samples are
+ * served before it, by cpu_threads (find_tstate). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -247,13 +248,48 @@ static long find_step(__u32 i, struct find_ctx *c)
 	return 0;
 }
 
-/* Returns the thread's PyThreadState, 0 if it has none; sets *err when a
- * read failed (e.g. interpreter not yet initialised). */
-static __always_inline __u64 find_tstate(const struct py_proc_config *cfg,
-					 __u32 tid, int *err)
+/* The threads sampled last on this CPU, with their PyThreadState and
+ * ident: a hit costs one cache line, where the task storage below costs
+ * ~1 us of cold pointer chasing per sample at 99 Hz and the ident three
+ * kernel reads. Keyed by task pointer and tid (a task freed and its
+ * memory reused for a thread with the same tid would still have its
+ * tstate re-validated by tstate_matches). */
+#define CPU_THREADS 4
+
+struct cpu_thread {
+	__u64 task;
+	__u64 tstate;
+	__u64 ident;
+	__u32 tid;
+	__u32 _pad;
+};
+
+struct cpu_threads {
+	struct cpu_thread t[CPU_THREADS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_threads);
+} cpu_threads SEC(".maps");
+
+static __always_inline struct cpu_thread *cpu_thread_slot(__u32 tid)
+{
+	struct cpu_threads *ct;
+	__u32 zero = 0;
+
+	ct = bpf_map_lookup_elem(&cpu_threads, &zero);
+	return ct ? &ct->t[tid & (CPU_THREADS - 1)] : NULL;
+}
+
+/* The slow path: the task's stored PyThreadState, else a search of the
+ * interpreter's thread list. */
+static __always_inline __u64 find_tstate_slow(const struct py_proc_config *cfg,
+					      __u64 ident, int *err)
 {
 	const struct py_walk_offsets *off = &cfg->off;
-	__u64 ident = current_thread_ident(off, tid);
 	struct find_ctx c = { .off = off, .ident = ident };
 	__u64 *cached, interp = 0;
 
@@ -277,6 +313,28 @@ static __always_inline __u64 find_tstate(const struct py_proc_config *cfg,
 	return c.found;
 }
 
+/* Returns the thread's PyThreadState, 0 if it has none; sets *err when a
+ * read failed (e.g. interpreter not yet initialised). */
+static __always_inline __u64 find_tstate(const struct py_proc_config *cfg,
+					 __u32 tid, int *err)
+{
+	__u64 task = (__u64)bpf_get_current_task_btf(), ident, tstate;
+	struct cpu_thread *slot = cpu_thread_slot(tid);
+
+	if (slot && slot->task == task && slot->tid == tid && slot->tstate &&
+	    tstate_matches(&cfg->off, slot->tstate, slot->ident) == 1)
+		return slot->tstate;
+	ident = current_thread_ident(&cfg->off, tid);
+	tstate = find_tstate_slow(cfg, ident, err);
+	if (slot) {
+		slot->task = task;
+		slot->tid = tid;
+		slot->ident = ident;
+		slot->tstate = tstate;
+	}
+	return tstate;
+}
+
 struct walk_ctx {
 	const struct py_walk_offsets *off;
 	struct py_sample *s;
@@ -290,24 +348,30 @@ struct walk_ctx {
 };
 
 /* Records frame n (< PYPERF_MAX_FRAMES) of s from *f, full or compact.
- * Global, like the two below: verified once, not once per path of the
- * walk's bpf_loop callback (which exceeded the verifier's limit). */
+ * Returns 1 if the slot held the same code object before: the previous
+ * sample on this CPU had it at the same depth, so it was seen lately
+ * (see code_is_new), and the check costs no cache line the write does
+ * not. Global, like the two below: verified once, not once per path of
+ * the walk's bpf_loop callback (which exceeded the verifier's limit). */
 __noinline int put_frame(struct py_sample *s, __u32 n, int compact,
 			 const struct py_frame_rec *f)
 {
 	struct py_frame_compact *c;
+	int same;
 
 	if (!s || !f)
 		return 0;
 	n &= PYPERF_MAX_FRAMES - 1;
 	if (compact) {
 		c = (struct py_frame_compact *)s->frames + n;
+		same = (c->code_flags & ~(__u64)7) == f->code;
 		c->code_flags = f->code | f->flags;
 		c->lasti = f->lasti;
-		return 0;
+		return same;
 	}
+	same = s->frames[n].code == f->code;
 	s->frames[n] = *f;
-	return 0;
+	return same;
 }
 
 /* Sets FRAME_F_ENTRY in frame n; 0 if it was set already. */
@@ -434,9 +498,9 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		struct py_frame_rec r = { .code = f.code, .lasti = f.lasti, .self = f.self,
 					  .flags = py_frame_flags(off, &f), .tlbc = f.tlbc };
 
-		put_frame(c->s, n, c->compact, &r);
+		if (!put_frame(c->s, n, c->compact, &r))
+			c->fresh |= code_is_new(f.code);
 		c->n = n + 1;
-		c->fresh |= code_is_new(f.code);
 	}
 	return 0;
 }
