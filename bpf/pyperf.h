@@ -461,18 +461,24 @@ struct py_unwind_proc {
 
 /* Per CPU, a direct-mapped cache of the rules found, so a frame seen
  * before costs one cache line instead of the map and row searches (at
- * 99 Hz every page those touch is cold). Tagged with the mapping list's
- * gen: a reloaded process misses, never finds a stale rule. */
-#define PY_RULE_CACHE_BITS	9	/* slots per CPU: 512 x 24 bytes */
+ * 99 Hz a search costs ~1.6 us: every page it touches is cold). A slot
+ * holds a row's whole address range, indexed by the pc's granule: the
+ * sampled pc (the leaf) is a different address every time, but mostly
+ * in a range seen before. Tagged with the mapping list's gen: a reloaded
+ * process misses, never finds a stale rule. */
+#define PY_RULE_CACHE_BITS	9	/* slots per CPU: 512 x 32 bytes */
+#define PY_RULE_GRANULE_SHIFT	5
 
 struct py_rule_slot {
-	__u64 pc;		/* lookup address (return address - 1) */
+	__u64 start;		/* the rule holds for pcs in [start, start + len) */
+	__u32 len;
 	__u32 gen;		/* py_unwind_proc.gen; 0: empty */
 	__s32 cfa_off;		/* the rule: struct py_unwind_row's fields */
 	__s16 rbp_off;
 	__u8 kind;		/* ROW_NONE: frame-pointer step */
 	__u8 plt_thr;
 	__u32 map_flags;	/* the mapping's PY_MAP_* */
+	__u32 _pad;
 };
 
 #endif /* PYPERF_H */
