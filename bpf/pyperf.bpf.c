@@ -31,9 +31,14 @@ const volatile bool gil_only = false;
 /* --kernel: the kernel stack of samples taken in the kernel. */
 const volatile bool kernel_stacks = false;
 
+/* Elements allocated one by one (kmalloc'd, in the kernel's direct map)
+ * rather than preallocated in one vmalloc'd area of 4K pages: at 99 Hz
+ * the TLB misses on that area cost ~0.4 us per sample. Only user space
+ * adds entries. Resized to TARGETS_MAX by user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 2048);
 	__type(key, __u32);			/* tgid */
 	__type(value, struct py_proc_config);
 } procs SEC(".maps");
@@ -698,7 +703,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 2048);		/* TARGETS_MAX, by user space */
 	__type(key, __u32);			/* tgid */
 	__type(value, struct py_unwind_proc);
 } unwind_procs SEC(".maps");
