@@ -91,9 +91,11 @@ struct frame_window {
 	__u8 b[PY_FRAMES_WIN + PYPERF_FRAME_WIN + 8];
 };
 
-/* Which target bytes frame_win holds: [lo, lo + len). */
+/* Which target bytes frame_win holds: [lo, lo + len), and the frame read
+ * last. */
 struct frame_span {
 	__u64 lo;
+	__u64 prev;
 	__u32 len;
 	__u32 _pad;
 };
@@ -446,8 +448,11 @@ __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
 	end = addr + span;
 	if (addr < ws->lo || end > ws->lo + ws->len) {
 		lo = addr;
-		/* <= 3.10: frames are heap objects, their callers anywhere. */
-		if (off->frame_kind != PY_FRAMES_OBJECT && end > PY_FRAMES_WIN) {
+		/* Only where this frame lies just below the last one, on the
+		 * data stack: <= 3.10's frames and generators' are heap
+		 * objects, their callers anywhere. */
+		if (off->frame_kind != PY_FRAMES_OBJECT && end > PY_FRAMES_WIN &&
+		    (!ws->prev || (addr < ws->prev && ws->prev - addr < PY_FRAMES_WIN))) {
 			lo = end - PY_FRAMES_WIN;
 			if (lo < (addr & ~4095ULL))
 				lo = addr & ~4095ULL;
@@ -459,6 +464,7 @@ __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
 		ws->lo = lo;
 		ws->len = (__u32)len;
 	}
+	ws->prev = addr;
 	py_frame_decode(off, w->b + ((addr - ws->lo) & (PY_FRAMES_WIN - 1)), f);
 	return 0;
 }
@@ -728,7 +734,7 @@ struct nregs {
 	__u32 win_len;
 	__u32 win_tries;	/* window reads so far (PY_STACK_WIN_TRIES) */
 	__u32 map_flags;	/* PY_MAP_* of the frame stepped last */
-	__u32 _pad;
+	__u32 map_hint;		/* see find_map */
 };
 
 /* Each bpf_probe_read_user costs far more than the bytes it copies, and
@@ -828,19 +834,25 @@ static long map_search_step(__u32 i, struct map_search *s)
 	return 0;
 }
 
-/* The mapping holding pc, or NULL. */
+/* The mapping holding pc, or NULL. *hint is the index of the mapping
+ * found last in this walk: most frames of a stack lie in few objects
+ * (the interpreter, libc), and trying it first spares the search. */
 static __always_inline const struct py_unwind_map *find_map(const struct py_unwind_proc *p,
-							    __u64 pc)
+							    __u64 pc, __u32 *hint)
 {
 	struct map_search s = { .p = p, .pc = pc, .hi = p->n };
+	const struct py_unwind_map *m = &p->m[*hint & (PY_UNWIND_MAX_MAPS - 1)];
 	__u32 lo;
 
+	if (*hint < p->n && m->start <= pc && pc < m->end)
+		return m;
 	if (s.hi > PY_UNWIND_MAX_MAPS)
 		s.hi = PY_UNWIND_MAX_MAPS;
 	bpf_loop(PY_UNWIND_MAP_SEARCH, map_search_step, &s, 0);
 	if (s.lo == 0)
 		return NULL;
 	lo = (s.lo - 1) & (PY_UNWIND_MAX_MAPS - 1);
+	*hint = lo;
 	return pc < p->m[lo].end ? &p->m[lo] : NULL;
 }
 
@@ -999,10 +1011,10 @@ static __always_inline int row_range(__u32 obj, __u32 idx, __u64 *lo, __u64 *hi)
  * into c, with the pcs it holds for: kind ROW_NONE where no table covers
  * pc. -1 if pc is in no loaded mapping. */
 static __always_inline int lookup_rule(const struct py_unwind_proc *p, __u64 pc,
-				       struct py_rule_slot *c)
+				       struct py_rule_slot *c, __u32 *map_hint)
 {
 	const struct py_unwind_row *r = NULL;
-	const struct py_unwind_map *m = find_map(p, pc);
+	const struct py_unwind_map *m = find_map(p, pc, map_hint);
 	__u64 lo = 0, hi = ~0ULL;
 	long idx;
 	__u32 key;
@@ -1072,7 +1084,7 @@ static __always_inline int rule_holds(const struct py_rule_slot *c, __u64 pc, __
  * then kept there if its range is long). -1 if pc is in no loaded
  * mapping. */
 static __always_inline int find_rule(const struct py_unwind_proc *p, __u64 pc,
-				     struct py_rule_slot *c)
+				     struct py_rule_slot *c, __u32 *map_hint)
 {
 	struct recent_rules *rr;
 	__u32 zero = 0;
@@ -1086,7 +1098,7 @@ static __always_inline int find_rule(const struct py_unwind_proc *p, __u64 pc,
 			}
 		}
 	}
-	if (lookup_rule(p, pc, c))
+	if (lookup_rule(p, pc, c, map_hint))
 		return -1;
 	c->gen = p->gen;
 	if (rr && c->len >= RECENT_MIN_LEN) {
@@ -1119,7 +1131,7 @@ __noinline int native_step(const struct py_unwind_proc *p, struct nregs *w)
 	if (!c || !rule_holds(c, pc, p->gen)) {
 		if (!c)
 			c = &tmp;
-		if (find_rule(p, pc, c))
+		if (find_rule(p, pc, c, &w->map_hint))
 			return PY_NATIVE_END_NO_MAP;
 	}
 	row.cfa_off = c->cfa_off;
