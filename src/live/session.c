@@ -41,6 +41,16 @@
 						 * the clock, signals, targets */
 #define PASS_CHECK_EVERY	64		/* records between clock reads */
 #define SCAN_NS			500000000LL	/* /proc rescans and reaping */
+#define BATCH_BYTES		(4u << 20)	/* records copied out of a drain */
+
+/* A drain of the ring buffer, copied out so that its records' code
+ * objects are checked against their targets together (pipeline_precheck)
+ * before the records are added: each record is a 32-bit size, 4 bytes of
+ * padding, then the record, padded to 8 bytes. */
+struct rec_batch {
+	uint8_t *buf;
+	size_t len, cap;
+};
 
 struct session {
 	const struct config *cfg;
@@ -65,6 +75,7 @@ struct session {
 	struct objcache *objs;		/* every ELF file, opened once (probe, unwind, symbols) */
 	struct ktables *kt;		/* --unwind kernel/both: the BPF tables */
 	struct native_diff diff;	/* --unwind both */
+	struct rec_batch batch;
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -178,23 +189,75 @@ static int load_bpf(struct session *s)
 
 static int pass_over(struct session *s);
 
+/* Adds the records copied out so far: their code objects are checked
+ * first, all at once, then each is added. 0, or -ENOMEM (the session then
+ * ends, writing what it has). */
+static int flush_batch(struct session *s)
+{
+	const struct py_target *t;
+	const struct py_sample_hdr *h;
+	uint32_t size;
+	int r = 0;
+
+	for (size_t o = 0; o < s->batch.len; o += 8 + ((size + 7) & ~7u)) {
+		memcpy(&size, s->batch.buf + o, sizeof(size));
+		h = (const void *)(s->batch.buf + o + 8);
+		if ((t = targets_find(&s->ts, (pid_t)h->pid)))
+			pipeline_precheck(s->pl, t, h, size);
+	}
+	pipeline_precheck_end(s->pl);
+	for (size_t o = 0; o < s->batch.len && !r; o += 8 + ((size + 7) & ~7u)) {
+		memcpy(&size, s->batch.buf + o, sizeof(size));
+		h = (const void *)(s->batch.buf + o + 8);
+		if ((t = targets_find(&s->ts, (pid_t)h->pid)) && pipeline_sample(s->pl, t, h, size))
+			r = -ENOMEM;
+	}
+	s->batch.len = 0;
+	if (r)
+		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
+	return r;
+}
+
+static int batch_add(struct session *s, const void *data, size_t size)
+{
+	size_t need = 8 + ((size + 7) & ~(size_t)7);
+	uint32_t sz = (uint32_t)size;
+	int r;
+
+	if (need > BATCH_BYTES)
+		return 0;	/* cannot be: records are under 128 KiB */
+	if (s->batch.len + need > BATCH_BYTES && (r = flush_batch(s)))
+		return r;
+	if (s->batch.len + need > s->batch.cap) {
+		size_t cap = s->batch.cap ? s->batch.cap : 64 << 10;
+		uint8_t *b;
+
+		while (cap < s->batch.len + need)
+			cap *= 2;
+		if (!(b = realloc(s->batch.buf, cap))) {
+			fprintf(stderr, "pyperf-pprof: out of memory while reading samples; stopping early\n");
+			return -ENOMEM;
+		}
+		s->batch.buf = b;
+		s->batch.cap = cap;
+	}
+	memcpy(s->batch.buf + s->batch.len, &sz, sizeof(sz));
+	memset(s->batch.buf + s->batch.len + 4, 0, 4);
+	memcpy(s->batch.buf + s->batch.len + 8, data, size);
+	s->batch.len += need;
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct py_sample_hdr *h = data;
-	const struct py_target *t;
 	int r;
 
-	if (size < PY_SAMPLE_COMPACT_HDR)
+	if (size < PY_SAMPLE_COMPACT_HDR || !targets_find(&s->ts, (pid_t)h->pid))
 		return 0;
-	t = targets_find(&s->ts, (pid_t)h->pid);
-	if (!t)
-		return 0;
-	r = pipeline_sample(s->pl, t, data, size);
-	if (r) {
-		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
-		return -ENOMEM;	/* ends polling; what we have is written */
-	}
+	if ((r = batch_add(s, data, size)))
+		return r;	/* ends polling; what we have is written */
 	return pass_over(s);
 }
 
@@ -249,6 +312,9 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
+	/* The records so far belong to the processes as they were. */
+	if (flush_batch(s))
+		return -ENOMEM;
 	if (e->kind == PROC_EXEC)
 		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	else if (e->kind == PROC_FORK)
@@ -308,6 +374,8 @@ static int poll_loop(struct session *s)
 		 * (see pyperf.bpf.c): read what came in since, every time. */
 		if (r >= 0 || r == -EINTR)
 			r = ring_buffer__consume(s->rb);
+		if (r != -ENOMEM && flush_batch(s))
+			r = -ENOMEM;
 		if (r < 0 && r != -EINTR && r != -EAGAIN)
 			return r == -ENOMEM ? 0 : -1;
 		show_status(s, 0);
@@ -322,9 +390,12 @@ static void stop_sampling(struct session *s)
 	bpf_attach_stop(&s->bpf);
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
-	if (s->rb)
-		while (ring_buffer__consume(s->rb) == -EAGAIN)
-			;
+	if (!s->rb)
+		return;
+	while (ring_buffer__consume(s->rb) == -EAGAIN)
+		if (flush_batch(s))
+			return;
+	flush_batch(s);
 }
 
 static uint64_t mono_ns(void)
@@ -446,6 +517,7 @@ static void cleanup(struct session *s)
 {
 	stop_sampling(s);
 	ring_buffer__free(s->rb);
+	free(s->batch.buf);
 	bpf_attach_free(&s->bpf);
 	ksym_free(s->ksym);
 	ktables_free(s->kt);

@@ -147,6 +147,17 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t)
 		objcache_forget_pid(k->objs, t->pid);
 }
 
+void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void *rec,
+		       size_t size)
+{
+	sample_precheck(&p->sink, t, rec, size);
+}
+
+void pipeline_precheck_end(struct pipeline *p)
+{
+	sample_precheck_end(&p->sink);
+}
+
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
 		    size_t size)
 {

@@ -99,6 +99,11 @@ void pipeline_start(struct pipeline *p, int64_t wall_ns, uint64_t mono_ns);
 void pipeline_target_add(struct pipeline *p, const struct py_target *t);
 /* t may be gone and its pid reused: what was cached for the pid goes. */
 void pipeline_target_forget(struct pipeline *p, const struct py_target *t);
+/* Before the records of a drain are added: each is noted (its code
+ * objects), then all are checked together (sample_precheck). Live only. */
+void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void *rec,
+		       size_t size);
+void pipeline_precheck_end(struct pipeline *p);
 /* One ring-buffer record of target t. -1 when memory ran out. */
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
 		    size_t size);

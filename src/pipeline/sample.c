@@ -696,6 +696,56 @@ static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
 	return 0;
 }
 
+/* The code objects of a record's frames, either layout, into k->pre. */
+static void note_codes(struct sample_sink *k, const uint8_t *c, size_t size)
+{
+	size_t hdr = PY_SAMPLE_COMPACT_HDR, fsize = sizeof(struct py_frame_rec), n;
+	uint64_t code, time_ns;
+	uint32_t flags;
+	uint16_t nframes;
+
+	memcpy(&flags, c + offsetof(struct py_sample_hdr, flags), sizeof(flags));
+	if (flags & SAMPLE_F_OFFCPU_END)
+		return;
+	if (!(flags & SAMPLE_F_COMPACT) || (flags & SAMPLE_F_COMPACT_REGS))
+		hdr = sizeof(struct py_sample_hdr);
+	if (flags & SAMPLE_F_COMPACT)
+		fsize = sizeof(struct py_frame_compact);
+	memcpy(&nframes, c + offsetof(struct py_sample_hdr, nframes), sizeof(nframes));
+	memcpy(&time_ns, c + offsetof(struct py_sample_hdr, time_ns), sizeof(time_ns));
+	n = nframes;
+	if (size < hdr || n > PYPERF_MAX_FRAMES || size < hdr + n * fsize)
+		return;		/* malformed: sample_add counts it */
+	if (k->npre + n > SAMPLE_PRECHECK_MAX)
+		sample_precheck_end(k);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&code, c + hdr + i * fsize, sizeof(code));
+		k->pre[k->npre++] = code & ~(uint64_t)7;	/* compact: flags below */
+	}
+	if (time_ns > k->pre_newest_ns)
+		k->pre_newest_ns = time_ns;
+}
+
+void sample_precheck(struct sample_sink *k, const struct py_target *t, const void *rec,
+		     size_t size)
+{
+	if (!k->clock || size < PY_SAMPLE_COMPACT_HDR)
+		return;		/* replay checks every one, as recorded */
+	if (k->pre_t != t)
+		sample_precheck_end(k);
+	k->pre_t = t;
+	note_codes(k, rec, size);
+}
+
+void sample_precheck_end(struct sample_sink *k)
+{
+	if (k->npre && k->pre_t)
+		pysym_validate(k->syms, k->pre_t, k->pre, k->npre, k->pre_newest_ns, k->clock);
+	k->npre = 0;
+	k->pre_newest_ns = 0;
+	k->pre_t = NULL;
+}
+
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size)
 {

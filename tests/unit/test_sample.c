@@ -252,6 +252,63 @@ static void test_validation_clock(struct env *e)
 	check_got(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
 }
 
+/* A drain's records have their code objects checked together, one read
+ * for all, before they are added (session.c); the records then need no
+ * read of their own, and a code object replaced since its last check is
+ * seen as such. One record full, one compact. */
+static void test_precheck(struct env *e)
+{
+	static uint8_t cbuf[sizeof(struct py_sample_hdr) + sizeof(struct py_frame_compact)];
+	struct py_frame_compact c = { 0 };
+	struct pysym_stats st0, st1, st2;
+	struct py_sample_hdr h;
+	const char *got;
+	char first[4096];
+
+	e->k->clock = fake_clock;
+	fake_now = 3000000000;
+	replace_d(e, "d", 10);
+	frame(e, 0, CODE(e->d), 0);
+	e->s->h.time_ns = 2900000000;
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "d (fake.py:0) 1"), "precheck: d loaded", got);
+	frame(e, 0, CODE(e->b), 0);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "b (fake.py:0) 1"), "precheck: b loaded", got);
+	/* The drain: d replaced since, then sampled (full) with b (compact). */
+	replace_d(e, "e", 20);
+	fake_now = 5000000000;
+	frame(e, 0, CODE(e->d), 0);
+	e->s->h.time_ns = 4000000000;
+	e->s->h.nframes = 1;
+	e->s->h.flags = 0;
+	h = e->s->h;
+	h.flags = SAMPLE_F_COMPACT;
+	memcpy(cbuf, &h, PY_SAMPLE_REGS_OFF);
+	memcpy(cbuf + PY_SAMPLE_REGS_OFF, (uint8_t *)&h + PY_SAMPLE_REGS_OFF + PY_SAMPLE_REGS_LEN,
+	       sizeof(h) - PY_SAMPLE_REGS_OFF - PY_SAMPLE_REGS_LEN);
+	c.code_flags = CODE(e->b);
+	c.lasti = CODE(e->b) + e->t.layout.code.co_code_adaptive + 2;
+	memcpy(cbuf + PY_SAMPLE_COMPACT_HDR, &c, sizeof(c));
+	pysym_get_stats(e->k->syms, &st0);
+	sample_precheck(e->k, &e->t, e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
+	sample_precheck(e->k, &e->t, cbuf, PY_SAMPLE_COMPACT_HDR + sizeof(c));
+	sample_precheck_end(e->k);
+	pysym_get_stats(e->k->syms, &st1);
+	check(st1.check_reads == st0.check_reads + 1 && st1.checks == st0.checks + 2,
+	      "precheck: both records' code objects in one read (%llu reads, %llu checks)",
+	      (unsigned long long)(st1.check_reads - st0.check_reads),
+	      (unsigned long long)(st1.checks - st0.checks));
+	snprintf(first, sizeof(first), "%s", run(e, 1, 0));
+	got = run_buf(e, cbuf, PY_SAMPLE_COMPACT_HDR + sizeof(c));
+	pysym_get_stats(e->k->syms, &st2);
+	check_got(!strcmp(first, "e (fake.py:0) 1"), "precheck: the replaced code object read anew",
+		  first);
+	check_got(!strcmp(got, "b (fake.py:0) 1") && st2.check_reads == st1.check_reads,
+		  "precheck: the records need no read of their own", got);
+	e->k->clock = NULL;
+}
+
 /* Compact records (bpf/pyperf.h): 16-byte frames after a header without
  * regs, or after the whole header (SAMPLE_F_COMPACT_REGS: a kernel-mode
  * sample that carries a stack copy). Both read as the full record does. */
@@ -330,6 +387,7 @@ int main(void)
 	test_cases(e);
 	test_compact(e);
 	test_validation_clock(e);
+	test_precheck(e);
 	test_long_names(e);
 	profile_free(e->k->prof);
 	pysym_cache_free(e->k->syms);
