@@ -52,6 +52,8 @@ struct rec_batch {
 	size_t len, cap;
 };
 
+_Static_assert(sizeof(struct py_sample) + 16 <= BATCH_BYTES, "a record fits in a batch");
+
 struct session {
 	const struct config *cfg;
 	struct target_set ts;
@@ -224,8 +226,6 @@ static int batch_add(struct session *s, const void *data, size_t size)
 	uint32_t sz = (uint32_t)size;
 	int r;
 
-	if (need > BATCH_BYTES)
-		return 0;	/* cannot be: records are under 128 KiB */
 	if (s->batch.len + need > BATCH_BYTES && (r = flush_batch(s)))
 		return r;
 	if (s->batch.len + need > s->batch.cap) {
