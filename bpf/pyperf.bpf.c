@@ -343,6 +343,8 @@ static __always_inline __u64 find_tstate(const struct py_proc_config *cfg,
 	if (slot && slot->task == task && slot->tid == tid && slot->tstate &&
 	    tstate_matches(&cfg->off, slot->tstate, slot->ident) == 1)
 		return slot->tstate;
+	/* Computed again, not taken from the slot: an exec keeps the task
+	 * and may change which ident the new interpreter stores. */
 	ident = current_thread_ident(&cfg->off, tid);
 	tstate = find_tstate_slow(cfg, ident, err);
 	if (slot) {
@@ -998,32 +1000,28 @@ struct {
 	__type(value, struct py_rule_slot);
 } rule_cache SEC(".maps");
 
-/* The link-time range [*lo, *hi) that row idx of object obj covers: up
- * to the next row (gaps between FDEs have rows of their own); after the
- * last row, *hi is left as it is. */
-static __always_inline int row_range(__u32 obj, __u32 idx, __u64 *lo, __u64 *hi)
+/* The link-time address where row idx of object obj ends: the next row's
+ * (gaps between FDEs have rows of their own), or limit after the last. */
+static __always_inline __u64 row_end(__u32 obj, __u32 idx, __u64 limit)
 {
 	const struct py_unwind_obj *o = bpf_map_lookup_elem(&unwind_objs, &obj);
-	const struct py_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &idx);
+	const struct py_unwind_row *r;
 
-	if (!o || !r)
-		return -1;
-	*lo = r->pc;
 	idx++;
-	if (idx < o->first + o->count && (r = bpf_map_lookup_elem(&unwind_rows, &idx)))
-		*hi = r->pc;
-	return 0;
+	if (!o || idx >= o->first + o->count || !(r = bpf_map_lookup_elem(&unwind_rows, &idx)))
+		return limit;
+	return r->pc;
 }
 
 /* The rule for pc (already less 1 for a return address) from the tables
- * into c, with the pcs it holds for: kind ROW_NONE where no table covers
- * pc. -1 if pc is in no loaded mapping. */
+ * into c, with the pcs it holds for (clamped to pc's mapping): kind
+ * ROW_NONE where no table covers pc. -1 if pc is in no loaded mapping. */
 static __always_inline int lookup_rule(const struct py_unwind_proc *p, __u64 pc,
 				       struct py_rule_slot *c, __u32 *map_hint)
 {
 	const struct py_unwind_row *r = NULL;
 	const struct py_unwind_map *m = find_map(p, pc, map_hint);
-	__u64 lo = 0, hi = ~0ULL;
+	__u64 lo, hi;
 	long idx;
 	__u32 key;
 
@@ -1031,32 +1029,32 @@ static __always_inline int lookup_rule(const struct py_unwind_proc *p, __u64 pc,
 		return -1;
 	c->kind = ROW_NONE;
 	c->map_flags = m->flags;
-	c->start = pc;		/* without a row: this pc alone */
-	c->len = 1;
-	if (!m->obj) {
-		lo = m->start;	/* no table: frame pointers, all of it */
-		hi = m->end;
-		goto range;
+	lo = m->start;		/* no table: frame pointers, all of it */
+	hi = m->end;
+	if (m->obj) {
+		idx = find_row(m->obj, pc - m->bias);
+		key = (__u32)idx;
+		if (idx >= 0)
+			r = bpf_map_lookup_elem(&unwind_rows, &key);
+		lo = pc;	/* without a row: this pc alone */
+		hi = pc + 1;
 	}
-	idx = find_row(m->obj, pc - m->bias);
-	key = (__u32)idx;
-	if (idx >= 0)
-		r = bpf_map_lookup_elem(&unwind_rows, &key);
-	if (!r || row_range(m->obj, key, &lo, &hi))
-		return 0;
-	c->cfa_off = r->cfa_off;
-	c->rbp_off = r->rbp_off;
-	c->kind = r->kind;
-	c->plt_thr = r->plt_thr;
-	lo += m->bias;
-	hi = hi == ~0ULL ? m->end : hi + m->bias;
-range:
-	if (lo < m->start)
-		lo = m->start;
-	if (hi > m->end)
-		hi = m->end;
-	if (pc < lo || pc >= hi)
-		return 0;	/* tables that disagree: this pc alone */
+	if (r) {
+		c->cfa_off = r->cfa_off;
+		c->rbp_off = r->rbp_off;
+		c->kind = r->kind;
+		c->plt_thr = r->plt_thr;
+		lo = r->pc + m->bias;
+		hi = row_end(m->obj, key, m->end - m->bias) + m->bias;
+		if (lo < m->start)
+			lo = m->start;
+		if (hi > m->end)
+			hi = m->end;
+		if (pc < lo || pc >= hi) {
+			lo = pc;	/* tables that disagree: this pc alone */
+			hi = pc + 1;
+		}
+	}
 	c->start = lo;
 	c->len = hi - lo > 0xffffffffULL ? 0xffffffffU : (__u32)(hi - lo);
 	return 0;
