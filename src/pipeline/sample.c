@@ -639,6 +639,30 @@ void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 	}
 }
 
+/* Where a record's frames are: *hdr bytes of header before them, *fsize
+ * bytes each, *n of them (either layout, bpf/pyperf.h). -1 if size cannot
+ * hold them: a malformed record. */
+static int record_frames(const uint8_t *c, size_t size, size_t *hdr, size_t *fsize,
+			 size_t *n)
+{
+	uint32_t flags;
+	uint16_t nframes;
+
+	if (size < PY_SAMPLE_COMPACT_HDR)
+		return -1;
+	memcpy(&flags, c + offsetof(struct py_sample_hdr, flags), sizeof(flags));
+	memcpy(&nframes, c + offsetof(struct py_sample_hdr, nframes), sizeof(nframes));
+	*hdr = sizeof(struct py_sample_hdr);
+	*fsize = sizeof(struct py_frame_rec);
+	if (flags & SAMPLE_F_COMPACT) {
+		*fsize = sizeof(struct py_frame_compact);
+		if (!(flags & SAMPLE_F_COMPACT_REGS))
+			*hdr = PY_SAMPLE_COMPACT_HDR;	/* compact frames, header without regs */
+	}
+	*n = nframes;
+	return *n > PYPERF_MAX_FRAMES || size < *hdr + *n * *fsize ? -1 : 0;
+}
+
 /* A compact record (SAMPLE_F_COMPACT, bpf/pyperf.h) into the full
  * layout in k->full: regs zeroed (unless SAMPLE_F_COMPACT_REGS kept
  * them), frames of 32 bytes. 0, or -1 if out of
@@ -648,23 +672,11 @@ static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
 {
 	const uint8_t *c = *rec;
 	const size_t fhdr = sizeof(struct py_sample_hdr);
-	size_t chdr = PY_SAMPLE_COMPACT_HDR;
 	struct py_frame_compact fc;
-	uint32_t flags;
 	struct py_frame_rec *f;
-	size_t n, need, rest;
-	uint16_t nframes;
+	size_t chdr, fsize, n, need, rest;
 
-	if (*size < chdr)
-		return 0;
-	memcpy(&flags, c + offsetof(struct py_sample_hdr, flags), sizeof(flags));
-	if (flags & SAMPLE_F_COMPACT_REGS)
-		chdr = fhdr;	/* compact frames, whole header */
-	if (*size < chdr)
-		return 0;
-	memcpy(&nframes, c + offsetof(struct py_sample_hdr, nframes), sizeof(nframes));
-	n = nframes;
-	if (n > PYPERF_MAX_FRAMES || *size < chdr + n * sizeof(fc))
+	if (record_frames(c, *size, &chdr, &fsize, &n))
 		return 0;
 	rest = *size - chdr - n * sizeof(fc);
 	need = fhdr + n * sizeof(*f) + rest;
@@ -699,23 +711,12 @@ static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
 /* The code objects of a record's frames, either layout, into k->pre. */
 static void note_codes(struct sample_sink *k, const uint8_t *c, size_t size)
 {
-	size_t hdr = PY_SAMPLE_COMPACT_HDR, fsize = sizeof(struct py_frame_rec), n;
+	size_t hdr, fsize, n;
 	uint64_t code, time_ns;
-	uint32_t flags;
-	uint16_t nframes;
 
-	memcpy(&flags, c + offsetof(struct py_sample_hdr, flags), sizeof(flags));
-	if (flags & SAMPLE_F_OFFCPU_END)
-		return;
-	if (!(flags & SAMPLE_F_COMPACT) || (flags & SAMPLE_F_COMPACT_REGS))
-		hdr = sizeof(struct py_sample_hdr);
-	if (flags & SAMPLE_F_COMPACT)
-		fsize = sizeof(struct py_frame_compact);
-	memcpy(&nframes, c + offsetof(struct py_sample_hdr, nframes), sizeof(nframes));
+	if (record_frames(c, size, &hdr, &fsize, &n) || n == 0)
+		return;		/* malformed (sample_add counts it), or no frames */
 	memcpy(&time_ns, c + offsetof(struct py_sample_hdr, time_ns), sizeof(time_ns));
-	n = nframes;
-	if (size < hdr || n > PYPERF_MAX_FRAMES || size < hdr + n * fsize)
-		return;		/* malformed: sample_add counts it */
 	if (k->npre + n > SAMPLE_PRECHECK_MAX)
 		sample_precheck_end(k);
 	for (size_t i = 0; i < n; i++) {
@@ -742,8 +743,7 @@ void sample_precheck_end(struct sample_sink *k)
 	if (k->npre && k->pre_t)
 		pysym_validate(k->syms, k->pre_t, k->pre, k->npre, k->pre_newest_ns, k->clock);
 	k->npre = 0;
-	k->pre_newest_ns = 0;
-	k->pre_t = NULL;
+	k->pre_newest_ns = 0;	/* pre_t is not read again while npre is 0 */
 }
 
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
