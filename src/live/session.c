@@ -45,14 +45,22 @@
 
 /* A drain of the ring buffer, copied out so that its records' code
  * objects are checked against their targets together (pipeline_precheck)
- * before the records are added: each record is a 32-bit size, 4 bytes of
- * padding, then the record, padded to 8 bytes. */
+ * before the records are added. Each entry is a batch_rec, then the
+ * record, padded to 8 bytes. Targets are only forgotten between drains
+ * (targets_update) or after a flush (on_proc_event), so the pointers
+ * hold until the batch is added. */
 struct rec_batch {
 	uint8_t *buf;
 	size_t len, cap;
 };
 
-_Static_assert(sizeof(struct py_sample) + 16 <= BATCH_BYTES, "a record fits in a batch");
+struct batch_rec {
+	const struct py_target *t;
+	uint64_t size;
+};
+
+_Static_assert(sizeof(struct batch_rec) + sizeof(struct py_sample) + 8 <= BATCH_BYTES,
+	       "a record fits in a batch");
 
 struct session {
 	const struct config *cfg;
@@ -191,39 +199,42 @@ static int load_bpf(struct session *s)
 
 static int pass_over(struct session *s);
 
+/* The entry at *o of s's batch, and *o moved past it; NULL at the end. */
+static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
+{
+	const struct batch_rec *e = (const void *)(b->buf + *o);
+
+	if (*o >= b->len)
+		return NULL;
+	*o += sizeof(*e) + ((e->size + 7) & ~(uint64_t)7);
+	return e;
+}
+
 /* Adds the records copied out so far: their code objects are checked
  * first, all at once, then each is added. 0, or -ENOMEM (the session then
  * ends, writing what it has). */
 static int flush_batch(struct session *s)
 {
-	const struct py_target *t;
-	const struct py_sample_hdr *h;
-	uint32_t size;
+	const struct batch_rec *e;
+	size_t o = 0;
 	int r = 0;
 
-	for (size_t o = 0; o < s->batch.len; o += 8 + ((size + 7) & ~7u)) {
-		memcpy(&size, s->batch.buf + o, sizeof(size));
-		h = (const void *)(s->batch.buf + o + 8);
-		if ((t = targets_find(&s->ts, (pid_t)h->pid)))
-			pipeline_precheck(s->pl, t, h, size);
-	}
+	while ((e = batch_next(&s->batch, &o)))
+		pipeline_precheck(s->pl, e->t, e + 1, e->size);
 	pipeline_precheck_end(s->pl);
-	for (size_t o = 0; o < s->batch.len && !r; o += 8 + ((size + 7) & ~7u)) {
-		memcpy(&size, s->batch.buf + o, sizeof(size));
-		h = (const void *)(s->batch.buf + o + 8);
-		if ((t = targets_find(&s->ts, (pid_t)h->pid)) && pipeline_sample(s->pl, t, h, size))
-			r = -ENOMEM;
-	}
+	for (o = 0; !r && (e = batch_next(&s->batch, &o));)
+		r = pipeline_sample(s->pl, e->t, e + 1, e->size) ? -ENOMEM : 0;
 	s->batch.len = 0;
 	if (r)
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 	return r;
 }
 
-static int batch_add(struct session *s, const void *data, size_t size)
+static int batch_add(struct session *s, const struct py_target *t, const void *data,
+		     size_t size)
 {
-	size_t need = 8 + ((size + 7) & ~(size_t)7);
-	uint32_t sz = (uint32_t)size;
+	struct batch_rec e = { .t = t, .size = size };
+	size_t need = sizeof(e) + ((size + 7) & ~(size_t)7);
 	int r;
 
 	if (s->batch.len + need > BATCH_BYTES && (r = flush_batch(s)))
@@ -241,9 +252,8 @@ static int batch_add(struct session *s, const void *data, size_t size)
 		s->batch.buf = b;
 		s->batch.cap = cap;
 	}
-	memcpy(s->batch.buf + s->batch.len, &sz, sizeof(sz));
-	memset(s->batch.buf + s->batch.len + 4, 0, 4);
-	memcpy(s->batch.buf + s->batch.len + 8, data, size);
+	memcpy(s->batch.buf + s->batch.len, &e, sizeof(e));
+	memcpy(s->batch.buf + s->batch.len + sizeof(e), data, size);
 	s->batch.len += need;
 	return 0;
 }
@@ -252,11 +262,12 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct py_sample_hdr *h = data;
+	const struct py_target *t;
 	int r;
 
-	if (size < PY_SAMPLE_COMPACT_HDR || !targets_find(&s->ts, (pid_t)h->pid))
+	if (size < PY_SAMPLE_COMPACT_HDR || !(t = targets_find(&s->ts, (pid_t)h->pid)))
 		return 0;
-	if ((r = batch_add(s, data, size)))
+	if ((r = batch_add(s, t, data, size)))
 		return r;	/* ends polling; what we have is written */
 	return pass_over(s);
 }
