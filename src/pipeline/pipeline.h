@@ -80,7 +80,7 @@ struct pipeline_io {
 	void *native_miss_ctx;
 	struct native_diff *diff;
 	/* CLOCK_MONOTONIC: code objects checked since a sample are not read
-	 * again for it (pysym_validate). NULL in replay: every one is, as
+	 * again for it (pysym_check_note). NULL in replay: every one is, as
 	 * the recorded reads were. */
 	pysym_clock_fn clock;
 	/* The object cache the targets' probes already opened their files
@@ -104,7 +104,8 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t);
 void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void *rec,
 		       size_t size);
 void pipeline_precheck_end(struct pipeline *p);
-/* One ring-buffer record of target t. -1 when memory ran out. */
+/* One ring-buffer record of target t (live: its drain prechecked first).
+ * -1 when memory ran out. */
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
 		    size_t size);
 /*

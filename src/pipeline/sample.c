@@ -92,7 +92,12 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 	*cut = 0;
 	for (unsigned i = 0; i < s->h.nframes; i++)
 		k->codes[i] = s->frames[i].code;
-	pysym_validate(k->syms, t, k->codes, s->h.nframes, s->h.time_ns, k->clock);
+	/* Live records were checked a drain at a time (sample_precheck). */
+	if (!k->clock) {
+		for (unsigned i = 0; i < s->h.nframes; i++)
+			pysym_check_note(k->syms, t, k->codes[i], s->h.time_ns, NULL);
+		pysym_check_end(k->syms);
+	}
 
 	for (unsigned i = 0; i < s->h.nframes; i++) {
 		const struct py_frame_rec *f = &s->frames[i];
@@ -708,42 +713,28 @@ static int expand_compact(struct sample_sink *k, const void **rec, size_t *size)
 	return 0;
 }
 
-/* The code objects of a record's frames, either layout, into k->pre. */
-static void note_codes(struct sample_sink *k, const uint8_t *c, size_t size)
+void sample_precheck(struct sample_sink *k, const struct py_target *t, const void *rec,
+		     size_t size)
 {
 	size_t hdr, fsize, n;
 	uint64_t code, time_ns;
 
-	if (record_frames(c, size, &hdr, &fsize, &n) || n == 0)
-		return;		/* malformed (sample_add counts it), or no frames */
-	memcpy(&time_ns, c + offsetof(struct py_sample_hdr, time_ns), sizeof(time_ns));
-	if (k->npre + n > SAMPLE_PRECHECK_MAX)
-		sample_precheck_end(k);
+	if (!k->clock || record_frames(rec, size, &hdr, &fsize, &n))
+		return;		/* replay checks every one, as recorded; malformed
+				 * records are sample_add's to count */
+	memcpy(&time_ns, (const uint8_t *)rec + offsetof(struct py_sample_hdr, time_ns),
+	       sizeof(time_ns));
 	for (size_t i = 0; i < n; i++) {
-		memcpy(&code, c + hdr + i * fsize, sizeof(code));
-		k->pre[k->npre++] = code & ~(uint64_t)7;	/* compact: flags below */
+		memcpy(&code, (const uint8_t *)rec + hdr + i * fsize, sizeof(code));
+		/* compact frames keep their flags in the low bits */
+		pysym_check_note(k->syms, t, code & ~(uint64_t)7, time_ns, k->clock);
 	}
-	if (time_ns > k->pre_newest_ns)
-		k->pre_newest_ns = time_ns;
-}
-
-void sample_precheck(struct sample_sink *k, const struct py_target *t, const void *rec,
-		     size_t size)
-{
-	if (!k->clock || size < PY_SAMPLE_COMPACT_HDR)
-		return;		/* replay checks every one, as recorded */
-	if (k->pre_t != t)
-		sample_precheck_end(k);
-	k->pre_t = t;
-	note_codes(k, rec, size);
 }
 
 void sample_precheck_end(struct sample_sink *k)
 {
-	if (k->npre && k->pre_t)
-		pysym_validate(k->syms, k->pre_t, k->pre, k->npre, k->pre_newest_ns, k->clock);
-	k->npre = 0;
-	k->pre_newest_ns = 0;	/* pre_t is not read again while npre is 0 */
+	if (k->clock)
+		pysym_check_end(k->syms);
 }
 
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,

@@ -79,7 +79,6 @@ struct native_memo {
 	uint64_t loc;
 };
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
-#define SAMPLE_PRECHECK_MAX 4096	/* code objects noted before a check */
 
 /* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
 struct offcpu {
@@ -111,15 +110,10 @@ struct sample_sink {
 	void (*native_miss)(void *ctx, int pid);
 	void *native_miss_ctx;
 	struct native_diff *diff;		/* --unwind both: compare the two */
-	pysym_clock_fn clock;			/* live only: see pysym_validate */
+	pysym_clock_fn clock;			/* live only: see sample_add */
 	uint8_t *full;				/* a compact record, expanded */
 	size_t full_cap;
 	uint64_t kpcs[PYPERF_MAX_NATIVE];
-	/* sample_precheck: code objects of records about to be added. */
-	const struct py_target *pre_t;
-	uint64_t pre_newest_ns;
-	size_t npre;
-	uint64_t pre[SAMPLE_PRECHECK_MAX];
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];
 	uint64_t pyloc[PYPERF_MAX_FRAMES];
@@ -138,16 +132,19 @@ struct sample_sink {
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target
- * t. Returns 0, or -1 on allocation failure. */
+ * t. Live (k->clock set), its code objects must have been checked by
+ * sample_precheck and sample_precheck_end first; in replay each record
+ * checks its own. Returns 0, or -1 on allocation failure. */
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size);
 
-/* Notes the code objects of record rec of target t, to be checked against
- * the target together by sample_precheck_end, before the records are
- * added one by one: a drain of the ring buffer then costs one validation
- * read (pysym_validate) per target instead of one per record that names
- * a code object new to the drain (0.4 per sample on a deep program at 1
- * kHz, a system call of a few us each in a VM). */
+/* Live: notes the code objects of record rec of target t, to be checked
+ * against the target together by sample_precheck_end before the records
+ * are added one by one. A drain of the ring buffer then costs one
+ * validation read per target (pysym_check_end) instead of one per record
+ * (0.4 per sample on a deep program at 1 kHz, a system call of a few us
+ * in a VM), and a code object is read once per drain however many
+ * records name it. No-ops in replay. */
 void sample_precheck(struct sample_sink *k, const struct py_target *t, const void *rec,
 		     size_t size);
 void sample_precheck_end(struct sample_sink *k);

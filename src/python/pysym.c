@@ -41,7 +41,7 @@ struct entry {
 	uint32_t table_len;
 	uint32_t age;
 	uint8_t first_arg;		/* enum first_arg: how to qualify <3.11 */
-	uint32_t checked;		/* validation round that last checked it */
+	uint32_t checked;		/* round it was last queued in */
 	uint64_t checked_ns;		/* live: clock before the last check's read */
 	uint64_t fp;			/* fingerprint of the code object's fields */
 	uint64_t serial;		/* unique per load: see pysym_frame_key */
@@ -67,9 +67,11 @@ struct pysym_cache {
 	struct pysym_stats st;
 	struct type_entry types[TYPE_CACHE];
 	char qualname[MAX_STR + 128];	/* result of the last qualification */
-	uint32_t round;			/* pysym_validate() calls */
-	pysym_clock_fn now;		/* the last pysym_validate()'s clock */
-	struct entry *check[VALIDATE_MAX];	/* scratch for pysym_validate() */
+	uint32_t round;			/* pysym_check_end() calls, from 1 */
+	pysym_clock_fn now;		/* the last pysym_check_note()'s clock */
+	const struct py_target *check_t;	/* whose entries are queued */
+	size_t ncheck;
+	struct entry *check[VALIDATE_MAX];	/* queued by pysym_check_note() */
 	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
 };
@@ -85,6 +87,7 @@ struct pysym_cache *pysym_cache_new(size_t capacity)
 		free(c);
 		return NULL;
 	}
+	c->round = 1;
 	return c;
 }
 
@@ -417,19 +420,28 @@ static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint
 	return NULL;
 }
 
-/* Compares the entries in c->check[0..n) with their code objects, with one
+/* Compares the queued entries with their code objects, with one
  * process_vm_readv for all of them; drops those that changed. */
-static void validate_batch(struct pysym_cache *c, const struct py_target *t, size_t n,
-			   uint16_t lo, uint16_t len, uint64_t now_ns)
+static void validate_queued(struct pysym_cache *c)
 {
+	const struct py_target *t = c->check_t;
+	size_t n = c->ncheck;
+	uint16_t lo, len;
+	uint64_t now_ns;
 	ssize_t got;
 
+	c->ncheck = 0;
+	if (!n)
+		return;
+	fp_span(&t->layout.code, &lo, &len);
 	for (size_t i = 0; i < n; i++) {
 		c->local[i].iov_base = c->fpbuf + i * FP_SPAN_MAX;
 		c->local[i].iov_len = len;
 		c->remote[i].iov_base = (void *)(uintptr_t)(c->check[i]->code + lo);
 		c->remote[i].iov_len = len;
 	}
+	/* The clock is read before the memory: the check is no earlier. */
+	now_ns = c->now ? c->now() : 0;
 	got = target_readv(t->src, t->pid, c->local, n, c->remote, n);
 	c->st.checks += n;
 	c->st.check_reads++;
@@ -449,32 +461,32 @@ static void validate_batch(struct pysym_cache *c, const struct py_target *t, siz
 	}
 }
 
-void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint64_t *codes,
-		    size_t ncodes, uint64_t sample_ns, pysym_clock_fn now)
+void pysym_check_note(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+		      uint64_t sample_ns, pysym_clock_fn now)
 {
 	uint16_t lo, len;
-	size_t n = 0;
+	struct entry *e;
 
 	c->now = now;
 	fp_span(&t->layout.code, &lo, &len);
-	if (len > FP_SPAN_MAX)
-		return;
-	c->round++;
-	for (size_t i = 0; i < ncodes && n < VALIDATE_MAX; i++) {
-		struct entry *e = find(c, t, codes[i]);
-
-		if (!e || e->checked == c->round)
-			continue;	/* not cached, or already in this batch */
-		e->checked = c->round;
-		if (now && e->checked_ns > sample_ns + WALK_SLACK_NS) {
-			c->st.fresh++;
-			continue;	/* checked since the sample was taken */
-		}
-		c->check[n++] = e;
+	if (len > FP_SPAN_MAX || !(e = find(c, t, code)) || e->checked == c->round)
+		return;		/* not checkable, not cached, or queued already */
+	if (now && e->checked_ns > sample_ns + WALK_SLACK_NS) {
+		c->st.fresh++;
+		return;		/* checked since the sample was taken */
 	}
-	/* The clock is read before the memory: the check is no earlier. */
-	if (n)
-		validate_batch(c, t, n, lo, len, now ? now() : 0);
+	if (c->ncheck && (c->check_t != t || c->ncheck == VALIDATE_MAX))
+		validate_queued(c);
+	e->checked = c->round;
+	c->check_t = t;
+	c->check[c->ncheck++] = e;
+}
+
+void pysym_check_end(struct pysym_cache *c)
+{
+	validate_queued(c);
+	if (++c->round == 0)	/* 0 is every new entry's */
+		c->round = 1;
 }
 
 static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,

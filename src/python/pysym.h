@@ -50,16 +50,21 @@ uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
  * (bpf_ktime_get_ns). */
 typedef uint64_t (*pysym_clock_fn)(void);
 
-/* Checks the cached entries of these code objects against the target's
- * memory, with one system call, and drops those whose code object was
- * freed and its address reused. Call it once per sample before resolving:
- * a cache keyed by address alone would name new code with old names.
- * With a clock (live sessions), an entry checked after the sample was
- * taken (sample_ns, the record's time_ns) is not read again: the check
- * then already saw the code object the sample saw. Without one (replay)
- * every entry is checked, as the recording's reads were. */
-void pysym_validate(struct pysym_cache *c, const struct py_target *t, const uint64_t *codes,
-		    size_t ncodes, uint64_t sample_ns, pysym_clock_fn now);
+/* Checks cached entries against the target's memory before the records
+ * naming them are resolved, and drops those whose code object was freed
+ * and its address reused: a cache keyed by address alone would name new
+ * code with old names. pysym_check_note() queues the entry of one code
+ * object named by a record taken at sample_ns (its time_ns; nothing if the
+ * code object is not cached: loading it is a check); pysym_check_end()
+ * reads all queued ones, one process_vm_readv per target and IOV_MAX
+ * entries. Between two ends an entry is queued once, so a drain of records
+ * costs one read. With a clock (live sessions), an entry checked after the
+ * sample was taken is not queued: that check already saw the code object
+ * the sample saw. Without one (replay) every entry is. Nothing else may
+ * use the cache between a note and the end. */
+void pysym_check_note(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+		      uint64_t sample_ns, pysym_clock_fn now);
+void pysym_check_end(struct pysym_cache *c);
 
 /* Forgets every entry of a process (it exited or exec'd). */
 void pysym_forget_pid(struct pysym_cache *c, int pid);

@@ -90,6 +90,10 @@ static const char *run_buf(struct env *e, const uint8_t *buf, size_t len)
 	profile_add_sample_type(e->k->prof, "samples", "count");
 	profile_add_sample_type(e->k->prof, "cpu", "nanoseconds");
 	memset(&e->k->n, 0, sizeof(e->k->n));
+	if (e->k->clock) {	/* live: checked as session.c adds a drain */
+		sample_precheck(e->k, &e->t, buf, len);
+		sample_precheck_end(e->k);
+	}
 	if (sample_add(e->k, &e->t, buf, len) || collapsed_encode(e->k->prof, &text, &n))
 		return "(sample_add or encode failed)";
 	snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
@@ -293,10 +297,20 @@ static void test_precheck(struct env *e)
 	pysym_get_stats(e->k->syms, &st0);
 	sample_precheck(e->k, &e->t, e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
 	sample_precheck(e->k, &e->t, cbuf, PY_SAMPLE_COMPACT_HDR + sizeof(c));
+	/* b again, sampled just before the check: still read once. */
+	frame(e, 0, CODE(e->b), 0);
+	e->s->h.time_ns = fake_now - 100000;
+	sample_precheck(e->k, &e->t, e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
 	sample_precheck_end(e->k);
 	pysym_get_stats(e->k->syms, &st1);
+	sample_add(e->k, &e->t, e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
+	pysym_get_stats(e->k->syms, &st2);
+	check(st2.check_reads == st1.check_reads,
+	      "precheck: a record sampled just before the check is not read again");
+	frame(e, 0, CODE(e->d), 0);
+	e->s->h.time_ns = 4000000000;
 	check(st1.check_reads == st0.check_reads + 1 && st1.checks == st0.checks + 2,
-	      "precheck: both records' code objects in one read (%llu reads, %llu checks)",
+	      "precheck: three records' two code objects in one read (%llu reads, %llu checks)",
 	      (unsigned long long)(st1.check_reads - st0.check_reads),
 	      (unsigned long long)(st1.checks - st0.checks));
 	snprintf(first, sizeof(first), "%s", run(e, 1, 0));
