@@ -167,14 +167,17 @@ struct {
 	__type(value, __u64);
 } seen_code SEC(".maps");
 
-static __always_inline int code_is_new(__u64 code)
+static __always_inline int code_is_new(__u32 tgid, __u64 code)
 {
-	__u32 k = (__u32)((code >> 4) ^ (code >> 16)) & (SEEN_CODE_SLOTS - 1);
+	/* By process: a forked child has its parent's code objects at the
+	 * same addresses, but user space has yet to read them in the child. */
+	__u64 tag = code ^ ((__u64)tgid * 0x9E3779B97F4A7C15ULL);
+	__u32 k = (__u32)((tag >> 4) ^ (tag >> 16)) & (SEEN_CODE_SLOTS - 1);
 	__u64 *v = bpf_map_lookup_elem(&seen_code, &k);
 
-	if (!v || *v == code)
+	if (!v || *v == tag)
 		return 0;
-	*v = code;
+	*v = tag;
 	return 1;
 }
 
@@ -545,7 +548,7 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 					  .flags = py_frame_flags(off, &f), .tlbc = f.tlbc };
 
 		if (!put_frame(c->s, n, c->compact, &r))
-			c->fresh |= code_is_new(f.code);
+			c->fresh |= code_is_new(c->s->h.pid, f.code);
 		c->n = n + 1;
 	}
 	return 0;
@@ -1240,7 +1243,7 @@ static __always_inline int tables_missing(const struct py_sample *s)
 static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u32 flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid, tid, cpu = bpf_get_smp_processor_id();
+	__u32 tgid, tid, prev_pid, cpu = bpf_get_smp_processor_id();
 	struct walk_ctx w = {};
 	struct py_proc_config *cfg;
 	struct py_sample *s;
@@ -1268,6 +1271,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
 		return 0;
+	/* After another process's sample put_frame's "same" means nothing:
+	 * such a sample is prompt too. (Setting w.fresh here instead costs
+	 * the verifier 20,000 more instructions.) */
+	prev_pid = s->h.pid;
 	s->h.pid = tgid;
 	s->h.tid = tid;
 	s->h.time_ns = bpf_ktime_get_ns();
@@ -1337,6 +1344,11 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	out = s;
 	if (w.compact)
 		s->h.flags |= SAMPLE_F_COMPACT;
+	/* User space adds these without holding them back (session.c): a
+	 * new code object may be freed soon, a mapping waits for its tables. */
+	if (w.fresh || prev_pid != tgid || tables_missing(s))
+		s->h.flags |= SAMPLE_F_PROMPT;
+
 	if (w.compact && !(s->h.flags & SAMPLE_F_COMPACT_REGS)) {
 		/* The header's first part moves over regs, next to its tail. */
 		__builtin_memcpy((void *)s + PY_SAMPLE_REGS_LEN, s, PY_SAMPLE_REGS_OFF);

@@ -41,17 +41,25 @@
 						 * the clock, signals, targets */
 #define PASS_CHECK_EVERY	64		/* records between clock reads */
 #define SCAN_NS			500000000LL	/* /proc rescans and reaping */
-#define BATCH_BYTES		(4u << 20)	/* records copied out of a drain */
+#define BATCH_BYTES		(4u << 20)	/* records held back at most */
+#define HOLD_NS			200000000LL	/* ... for at most this long */
 
-/* A drain of the ring buffer, copied out so that its records' code
+/* Records copied out of the ring buffer and held back, so that their code
  * objects are checked against their targets together (pipeline_precheck)
- * before the records are added. Each entry is a batch_rec, then the
- * record, padded to 8 bytes. Targets are only forgotten between drains
- * (targets_update) or after a flush (on_proc_event), so the pointers
- * hold until the batch is added. */
+ * before they are added: a code object costs one check per batch however
+ * many samples name it (a program at 1 kHz names the same few dozen in
+ * every 25 ms drain). Records the BPF program marks SAMPLE_F_PROMPT (a
+ * code object it has not seen lately, which user space may not have read
+ * yet and a module body frees at the end of its import) are added with
+ * their drain. Each entry is a batch_rec, then the record, padded to 8
+ * bytes. Targets are forgotten only at a scan (targets_update) or a
+ * process event, and the batch is added before either, so the pointers
+ * hold until then. */
 struct rec_batch {
 	uint8_t *buf;
 	size_t len, cap;
+	int64_t since;		/* session time of the first record */
+	int prompt;		/* a SAMPLE_F_PROMPT record is in it */
 };
 
 struct batch_rec {
@@ -225,9 +233,18 @@ static int flush_batch(struct session *s)
 	for (o = 0; !r && (e = batch_next(&s->batch, &o));)
 		r = pipeline_sample(s->pl, e->t, e + 1, e->size) ? -ENOMEM : 0;
 	s->batch.len = 0;
+	s->batch.prompt = 0;
 	if (r)
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 	return r;
+}
+
+static int64_t elapsed_ns(const struct session *s);
+
+/* Is it time to add the records held back? */
+static int batch_due(const struct session *s)
+{
+	return s->batch.len && (s->batch.prompt || elapsed_ns(s) - s->batch.since >= HOLD_NS);
 }
 
 static int batch_add(struct session *s, const struct py_target *t, const void *data,
@@ -252,6 +269,8 @@ static int batch_add(struct session *s, const struct py_target *t, const void *d
 		s->batch.buf = b;
 		s->batch.cap = cap;
 	}
+	if (!s->batch.len)
+		s->batch.since = elapsed_ns(s);
 	memcpy(s->batch.buf + s->batch.len, &e, sizeof(e));
 	memcpy(s->batch.buf + s->batch.len + sizeof(e), data, size);
 	s->batch.len += need;
@@ -269,6 +288,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		return 0;
 	if ((r = batch_add(s, t, data, size)))
 		return r;	/* ends polling; what we have is written */
+	s->batch.prompt |= (h->flags & SAMPLE_F_PROMPT) != 0;
 	return pass_over(s);
 }
 
@@ -371,12 +391,17 @@ static int poll_loop(struct session *s)
 		int r;
 
 		reap_child(s);
+		/* A scan may forget targets the held records point to. */
+		if (targets_scan_due(&s->ts, now, SCAN_NS) && flush_batch(s))
+			return 0;
 		targets_update(&s->ts, now, SCAN_NS);
 		if ((why = stop_reason(s, now)))
 			break;
 		if (write_requested ||
 		    (s->cfg->interval_s && now - s->interval_t0 >= (int64_t)s->cfg->interval_s * 1000000000LL)) {
 			write_requested = 0;
+			if (flush_batch(s))
+				return 0;
 			write_profile(s, 0, s->cfg->interval_s != 0);
 		}
 		s->pass_end = now + PASS_NS;
@@ -385,7 +410,7 @@ static int poll_loop(struct session *s)
 		 * (see pyperf.bpf.c): read what came in since, every time. */
 		if (r >= 0 || r == -EINTR)
 			r = ring_buffer__consume(s->rb);
-		if (r != -ENOMEM && flush_batch(s))
+		if (r != -ENOMEM && batch_due(s) && flush_batch(s))
 			r = -ENOMEM;
 		if (r < 0 && r != -EINTR && r != -EAGAIN)
 			return r == -ENOMEM ? 0 : -1;

@@ -275,10 +275,15 @@ static void scan_proc(struct target_set *ts)
 		closedir(d);
 }
 
+int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_ns)
+{
+	return now_ns - ts->last_scan_ns >= scan_ns;
+}
+
 void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns)
 {
 	retry_pending(ts, now_ns);
-	if (now_ns - ts->last_scan_ns < scan_ns)
+	if (!targets_scan_due(ts, now_ns, scan_ns))
 		return;
 	ts->last_scan_ns = now_ns;
 	/* Targets retired at the previous scan have had their last samples

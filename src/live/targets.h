@@ -71,6 +71,8 @@ void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64
 /* Retries pending processes; at most every scan_ns also reaps exited
  * targets and, in system-wide or children mode, looks for new processes. */
 void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns);
+/* Will targets_update scan, and so perhaps forget targets, now? */
+int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_ns);
 
 const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
 
