@@ -1272,7 +1272,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (!s)
 		return 0;
 	/* After another process's sample put_frame's "same" means nothing:
-	 * such a sample is prompt too. (Setting w.fresh here instead costs
+	 * such a sample may name new code too. (Setting w.fresh here instead costs
 	 * the verifier 20,000 more instructions.) */
 	prev_pid = s->h.pid;
 	s->h.pid = tgid;
@@ -1344,10 +1344,12 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	out = s;
 	if (w.compact)
 		s->h.flags |= SAMPLE_F_COMPACT;
-	/* User space adds these without holding them back (session.c): a
+	/* User space may add these without holding them back (session.c): a
 	 * new code object may be freed soon, a mapping waits for its tables. */
-	if (w.fresh || prev_pid != tgid || tables_missing(s))
-		s->h.flags |= SAMPLE_F_PROMPT;
+	if (w.fresh || prev_pid != tgid)
+		s->h.flags |= SAMPLE_F_NEW_CODE;
+	if (tables_missing(s))
+		s->h.flags |= SAMPLE_F_NO_TABLES;
 
 	if (w.compact && !(s->h.flags & SAMPLE_F_COMPACT_REGS)) {
 		/* The header's first part moves over regs, next to its tail. */

@@ -139,9 +139,10 @@ struct py_proc_event {
 #define SAMPLE_F_COMPACT_REGS	(1u << 14) /* with SAMPLE_F_COMPACT: the header
 					    * keeps regs (a fallback copy of
 					    * the stack follows the pcs) */
-#define SAMPLE_F_PROMPT		(1u << 15) /* to be added without delay: it names
-					    * a code object not seen lately, or
-					    * its native walk met a mapping
+#define SAMPLE_F_NEW_CODE	(1u << 15) /* names a code object the program has
+					    * not seen lately in this process
+					    * (user space may not have read it) */
+#define SAMPLE_F_NO_TABLES	(1u << 16) /* the native walk met a mapping
 					    * with no tables yet */
 
 /* What the GIL's words read, for py_gil_flags(). */

@@ -48,10 +48,9 @@
  * objects are checked against their targets together (pipeline_precheck)
  * before they are added: a code object costs one check per batch however
  * many samples name it (a program at 1 kHz names the same few dozen in
- * every 25 ms drain). Records the BPF program marks SAMPLE_F_PROMPT (a
- * code object it has not seen lately, which user space may not have read
- * yet and a module body frees at the end of its import) are added with
- * their drain. Each entry is a batch_rec, then the record, padded to 8
+ * every 25 ms drain). A record that names a code object user space has
+ * yet to read, or whose native walk waits for tables, is added with its
+ * drain, and those before it (pipeline_is_prompt). Each entry is a batch_rec, then the record, padded to 8
  * bytes. Targets are forgotten only at a scan (targets_update) or a
  * process event, and the batch is added before either, so the pointers
  * hold until then. */
@@ -59,7 +58,7 @@ struct rec_batch {
 	uint8_t *buf;
 	size_t len, cap;
 	int64_t since;		/* session time of the first record */
-	int prompt;		/* a SAMPLE_F_PROMPT record is in it */
+	int prompt;		/* a record in it is to be added now */
 };
 
 struct batch_rec {
@@ -288,7 +287,8 @@ static int on_record(void *ctx, void *data, size_t size)
 		return 0;
 	if ((r = batch_add(s, t, data, size)))
 		return r;	/* ends polling; what we have is written */
-	s->batch.prompt |= (h->flags & SAMPLE_F_PROMPT) != 0;
+	if ((h->flags & (SAMPLE_F_NEW_CODE | SAMPLE_F_NO_TABLES)) && !s->batch.prompt)
+		s->batch.prompt = pipeline_is_prompt(s->pl, t, data, size);
 	return pass_over(s);
 }
 

@@ -158,6 +158,12 @@ void pipeline_precheck_end(struct pipeline *p)
 	sample_precheck_end(&p->sink);
 }
 
+int pipeline_is_prompt(const struct pipeline *p, const struct py_target *t, const void *rec,
+		       size_t size)
+{
+	return sample_is_prompt(&p->sink, t, rec, size);
+}
+
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
 		    size_t size)
 {

@@ -104,6 +104,9 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t);
 void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void *rec,
 		       size_t size);
 void pipeline_precheck_end(struct pipeline *p);
+/* Should this record be added with its drain, not held back (sample.h)? */
+int pipeline_is_prompt(const struct pipeline *p, const struct py_target *t, const void *rec,
+		       size_t size);
 /* One ring-buffer record of target t (live: its drain prechecked first).
  * -1 when memory ran out. */
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,

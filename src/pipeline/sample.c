@@ -731,6 +731,28 @@ void sample_precheck(struct sample_sink *k, const struct py_target *t, const voi
 	}
 }
 
+int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, const void *rec,
+		     size_t size)
+{
+	size_t hdr, fsize, n;
+	uint32_t flags;
+	uint64_t code;
+
+	if (record_frames(rec, size, &hdr, &fsize, &n))
+		return 0;
+	memcpy(&flags, (const uint8_t *)rec + offsetof(struct py_sample_hdr, flags), sizeof(flags));
+	if (flags & SAMPLE_F_NO_TABLES)
+		return 1;
+	if (!(flags & SAMPLE_F_NEW_CODE))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&code, (const uint8_t *)rec + hdr + i * fsize, sizeof(code));
+		if (!pysym_cached(k->syms, t, code & ~(uint64_t)7))
+			return 1;
+	}
+	return 0;
+}
+
 void sample_precheck_end(struct sample_sink *k)
 {
 	if (k->clock)

@@ -149,6 +149,15 @@ void sample_precheck(struct sample_sink *k, const struct py_target *t, const voi
 		     size_t size);
 void sample_precheck_end(struct sample_sink *k);
 
+/* Live: should record rec of t be added now rather than held back with
+ * others? Yes if its native walk met a mapping without tables (loaded
+ * when the record is added), or if it names a code object the BPF
+ * program had not seen lately that is not cached either: user space has
+ * yet to read it, and it may be freed soon (a module body's code, at the
+ * end of its import). Reads nothing. */
+int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, const void *rec,
+		     size_t size);
+
 /* Wall mode: closes every open off-CPU interval at now_ns (CLOCK_MONOTONIC)
  * and adds it; find maps a pid to its target (NULL: dropped). */
 void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,

@@ -420,6 +420,11 @@ static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint
 	return NULL;
 }
 
+int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code)
+{
+	return find((struct pysym_cache *)c, t, code) != NULL;
+}
+
 /* Compares the queued entries with their code objects, with one
  * process_vm_readv for all of them; drops those that changed. */
 static void validate_queued(struct pysym_cache *c)

@@ -66,6 +66,9 @@ void pysym_check_note(struct pysym_cache *c, const struct py_target *t, uint64_t
 		      uint64_t sample_ns, pysym_clock_fn now);
 void pysym_check_end(struct pysym_cache *c);
 
+/* Is this code object of t cached (nothing is read)? */
+int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code);
+
 /* Forgets every entry of a process (it exited or exec'd). */
 void pysym_forget_pid(struct pysym_cache *c, int pid);
 

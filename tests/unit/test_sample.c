@@ -323,6 +323,34 @@ static void test_precheck(struct env *e)
 	e->k->clock = NULL;
 }
 
+/* A record is added with its drain, not held back, when it names a code
+ * object the BPF program had not seen lately and user space has yet to
+ * read, or when its native walk waits for tables (session.c). */
+static void test_prompt(struct env *e)
+{
+	size_t len = sizeof(e->s->h) + 2 * sizeof(e->s->frames[0]);
+	struct fake_code fresh;
+
+	fake_code(&e->t.layout.code, &fresh, "fresh");
+	frame(e, 0, CODE(e->a), 0);
+	frame(e, 1, CODE(e->b), 0);
+	run(e, 2, 0);			/* a and b are cached now */
+	e->s->h.flags = 0;
+	check(!sample_is_prompt(e->k, &e->t, e->s, len), "prompt: no flag, held back");
+	e->s->h.flags = SAMPLE_F_NEW_CODE;
+	check(!sample_is_prompt(e->k, &e->t, e->s, len),
+	      "prompt: new to the BPF program, but cached: held back");
+	frame(e, 1, CODE(fresh), 0);
+	check(sample_is_prompt(e->k, &e->t, e->s, len),
+	      "prompt: a code object not read yet: added now");
+	e->s->h.flags = 0;
+	check(!sample_is_prompt(e->k, &e->t, e->s, len),
+	      "prompt: not read yet, but the BPF program saw it lately: held back");
+	frame(e, 1, CODE(e->b), 0);
+	e->s->h.flags = SAMPLE_F_NO_TABLES;
+	check(sample_is_prompt(e->k, &e->t, e->s, len), "prompt: a mapping without tables");
+}
+
 /* Compact records (bpf/pyperf.h): 16-byte frames after a header without
  * regs, or after the whole header (SAMPLE_F_COMPACT_REGS: a kernel-mode
  * sample that carries a stack copy). Both read as the full record does. */
@@ -402,6 +430,7 @@ int main(void)
 	test_compact(e);
 	test_validation_clock(e);
 	test_precheck(e);
+	test_prompt(e);
 	test_long_names(e);
 	profile_free(e->k->prof);
 	pysym_cache_free(e->k->syms);
