@@ -149,6 +149,9 @@ void report_summary(const struct report_view *v)
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 " checks=%" PRIu64
 		" in %" PRIu64 " reads, skipped=%" PRIu64 "\n", ps.hits, ps.misses, ps.evictions,
 		ps.stale, ps.errors, ps.checks, ps.check_reads, ps.fresh);
+	fprintf(stderr, "pyperf-pprof: records added in %" PRIu64 " batches, %" PRIu64
+		" of them early (a code object not read yet, or a mapping without tables)\n",
+		v->batches, v->batches_early);
 	pythread_get_stats(v->sink->threads, &ts);
 	fprintf(stderr, "pyperf-pprof: thread-name cache: hits=%" PRIu64 " lookups=%" PRIu64
 		" failures=%" PRIu64 " threading._active searches=%" PRIu64 " evictions=%" PRIu64

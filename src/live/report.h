@@ -27,6 +27,7 @@ struct report_view {
 	int64_t elapsed_ns;
 	const struct ksym_table *ksym;		/* --kernel, else NULL */
 	const struct ktables *kt;		/* --unwind kernel/both, else NULL */
+	uint64_t batches, batches_early;	/* records are added a batch at a time */
 };
 
 /* One status line, drawn over the previous one; final ends it. */

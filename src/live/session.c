@@ -59,6 +59,7 @@ struct rec_batch {
 	size_t len, cap;
 	int64_t since;		/* session time of the first record */
 	int prompt;		/* a record in it is to be added now */
+	uint64_t added, early;	/* batches added; of them, cut short */
 };
 
 struct batch_rec {
@@ -231,6 +232,8 @@ static int flush_batch(struct session *s)
 	pipeline_precheck_end(s->pl);
 	for (o = 0; !r && (e = batch_next(&s->batch, &o));)
 		r = pipeline_sample(s->pl, e->t, e + 1, e->size) ? -ENOMEM : 0;
+	s->batch.added += s->batch.len != 0;
+	s->batch.early += s->batch.len && s->batch.prompt;
 	s->batch.len = 0;
 	s->batch.prompt = 0;
 	if (r)
@@ -308,6 +311,7 @@ static struct report_view view(struct session *s)
 		.cfg = s->cfg, .sink = SINK(s), .stacks = pipeline_stacks(s->pl),
 		.processes = (int)s->ts.n, .processes_seen = s->ts.added, .bpf = s->bpf_stats,
 		.elapsed_ns = elapsed_ns(s), .ksym = s->ksym, .kt = s->kt,
+		.batches = s->batch.added, .batches_early = s->batch.early,
 	};
 }
 
