@@ -133,12 +133,12 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 /* Waking the reader for every record costs a context switch per sample
  * (and a forced wakeup, an interrupt, ~10 us of this program's time in a
  * VM): it is woken once a batch has piled up, and otherwise polls every
- * 25 ms. Except for a sample with a code object not seen lately: user
+ * 100 ms. Except for a sample with a code object not seen lately: user
  * space names a code object by reading it, and a module body's code is
  * freed as soon as its import ends, so such a sample is delivered at once
  * (at most one wakeup per WAKEUP_FRESH_NS). Steady programs run known
- * code and cause none; 25 ms for all left 3-5 % of docutils' samples with
- * an [unreadable Python frame]. */
+ * code and cause none; a 25 ms poll for all left 3-5 % of docutils'
+ * samples with an [unreadable Python frame]. */
 #define WAKEUP_BYTES (256 << 10)
 #define WAKEUP_FRESH_NS (1000 * 1000)
 

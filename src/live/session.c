@@ -33,9 +33,9 @@
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
-#define POLL_MS			25	/* records wait at most this long: a
-					 * short-lived target may exit, and
-					 * its memory go, soon after a sample */
+#define POLL_MS			100	/* the reader sleeps at most this long;
+					 * records that cannot wait wake it
+					 * (pyperf.bpf.c: wakeup_flag) */
 #define PASS_NS			50000000LL	/* longest read of the ring
 						 * buffers before the loop checks
 						 * the clock, signals, targets */
@@ -48,7 +48,7 @@
  * objects are checked against their targets together (pipeline_precheck)
  * before they are added: a code object costs one check per batch however
  * many samples name it (a program at 1 kHz names the same few dozen in
- * every 25 ms drain). A record that names a code object user space has
+ * every drain). A record that names a code object user space has
  * yet to read, or whose native walk waits for tables, is added with its
  * drain, and those before it (pipeline_is_prompt). Each entry is a batch_rec, then the record, padded to 8
  * bytes. Targets are forgotten only at a scan (targets_update) or a
@@ -378,6 +378,17 @@ static const char *stop_reason(struct session *s, int64_t now)
 	return NULL;
 }
 
+/* How long to wait for records: POLL_MS, or less when -d ends sooner. */
+static int poll_ms(const struct session *s, int64_t now)
+{
+	int64_t left;
+
+	if (!s->cfg->duration_ms)
+		return POLL_MS;
+	left = (int64_t)s->cfg->duration_ms - now / 1000000 + 1;
+	return left < 1 ? 1 : left < POLL_MS ? (int)left : POLL_MS;
+}
+
 static int poll_loop(struct session *s)
 {
 	const char *why;
@@ -409,7 +420,7 @@ static int poll_loop(struct session *s)
 			write_profile(s, 0, s->cfg->interval_s != 0);
 		}
 		s->pass_end = now + PASS_NS;
-		r = ring_buffer__poll(s->rb, POLL_MS);
+		r = ring_buffer__poll(s->rb, poll_ms(s, now));
 		/* Records are sent without a wakeup until a batch piles up
 		 * (see pyperf.bpf.c): read what came in since, every time. */
 		if (r >= 0 || r == -EINTR)
