@@ -1237,6 +1237,48 @@ static __always_inline int tables_missing(const struct py_sample *s)
 	       s->h.native_end == PY_NATIVE_END_NO_MAP;
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, PY_CHECK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct py_check);
+} code_checks SEC(".maps");
+
+struct py_check_req check_req;	/* see bpf/pyperf.h */
+
+static long check_one(__u32 i, void *unused)
+{
+	__u32 k = check_req.next, len = check_req.len;
+	__u64 gen = check_req.gen;
+	struct py_check *c;
+
+	/* Not atomic (clang 14 has no fetch-add for BPF v2): two CPUs may
+	 * both read slot k, which costs a read, not a slot. */
+	check_req.next = k + 1;
+	if (k >= check_req.n || k >= PY_CHECK_SLOTS)
+		return 1;
+	c = bpf_map_lookup_elem(&code_checks, &k);
+	if (!c || len > PY_CHECK_BYTES)
+		return 1;
+	c->done_ns = bpf_ktime_get_ns();
+	c->err = bpf_probe_read_user(c->bytes, len, (const void *)c->addr);
+	/* Last: user space takes a slot whose gen is its request's. */
+	c->gen = gen;
+	stat_inc(STAT_CODE_CHECKS);
+	return 0;
+}
+
+/* Reads code objects user space asked about (bpf/pyperf.h). 1 if that
+ * ended the request: the reader, waiting for it, is to be woken. */
+static __always_inline int do_checks(__u32 tgid)
+{
+	if (!check_req.n || check_req.tgid != tgid || check_req.next >= check_req.n)
+		return 0;
+	bpf_loop(PY_CHECKS_PER_SAMPLE, check_one, NULL, 0);
+	return check_req.next >= check_req.n;
+}
+
 /* Walks the current thread's Python stack (and copies its user stack)
  * into a record and sends it. ip is where the thread was interrupted (a
  * kernel address when it was in a system call). */
@@ -1245,6 +1287,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid, tid, prev_pid, cpu = bpf_get_smp_processor_id();
 	struct walk_ctx w = {};
+	__u64 wake;
 	struct py_proc_config *cfg;
 	struct py_sample *s;
 	__u64 tstate, size;
@@ -1357,7 +1400,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
-	if (bpf_ringbuf_output(&events, out, size, wakeup_flag(w.fresh, s->h.time_ns)))
+	wake = wakeup_flag(w.fresh, s->h.time_ns);
+	if (do_checks(tgid))
+		wake = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, out, size, wake))
 		stat_inc(STAT_LOST);
 	else
 		stat_inc(STAT_SENT);

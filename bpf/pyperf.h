@@ -204,7 +204,38 @@ enum pyperf_stat {
 	STAT_NATIVE_COPY,	/* --unwind kernel: tables missing, the stack
 				 * copied for user space to unwind instead */
 	STAT_FRESH_WAKEUPS,	/* reader woken for a sample with new code */
+	STAT_CODE_CHECKS,	/* code objects read for user space's check */
 	STAT__COUNT,
+};
+
+/* Code-object checks done in the target's own context. User space checks
+ * the code objects of a batch of records against its cache (a freed code
+ * object's address may hold another one now) by reading a few bytes of
+ * each: a system call that pins each page of the target costs 1-13 us in
+ * a VM, most of the profiler's time. Instead it may write the addresses
+ * into the code_checks map (memory-mapped) and a request into check_req
+ * (.bss); the program reads up to PY_CHECKS_PER_SAMPLE of them whenever
+ * it samples that process, ~0.1 us each, and user space takes the bytes
+ * of those done, reading the rest itself after a while. A read after the
+ * batch's records were taken is a check as good as its own. */
+#define PY_CHECK_SLOTS		2048	/* requests at once */
+#define PY_CHECK_BYTES		256	/* bytes read per code object, at most */
+#define PY_CHECKS_PER_SAMPLE	32
+
+struct py_check_req {
+	__u32 tgid;		/* whose code objects */
+	__u32 len;		/* bytes to read at each address */
+	__u32 n;		/* slots 0..n-1 of code_checks; 0: none */
+	__u32 next;		/* the next slot to claim (atomic) */
+	__u64 gen;		/* of this request, echoed in each slot done */
+};
+
+struct py_check {
+	__u64 addr;		/* written by user space */
+	__u64 gen;		/* py_check_req.gen when done */
+	__u64 done_ns;		/* bpf_ktime_get_ns() before the read */
+	__s64 err;		/* the read's result: 0 or -errno */
+	__u8 bytes[PY_CHECK_BYTES];
 };
 
 /* py_frame_rec.flags */

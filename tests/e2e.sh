@@ -24,6 +24,7 @@ work=$(mktemp -d /tmp/pyperf-e2e.XXXXXX)
 pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 failed=0
+bpf_checks=0	# code-object checks the BPF program answered, every scenario
 
 # run_scenario NAME WORKLOAD DURATION_MS [WORKLOAD ARGS] [CHECK ARGS] [PROFILER ARGS]
 run_scenario() {
@@ -49,6 +50,8 @@ run_scenario() {
 	if [ $rc != 0 ]; then
 		echo "FAIL $name/$1: pyperf-pprof exited with $rc"; failed=1; return
 	fi
+	n=$(sed -n 's/.*checks=[0-9]* (\([0-9]*\) read by the BPF program.*/\1/p' "$work/log")
+	bpf_checks=$((bpf_checks + ${n:-0}))
 	if HOME=${HOME:-/root} "$PYTHON3" "$TOP_SRCDIR/tests/check_profile.py" \
 		--go "$GO" --scenario "$1" ${5:-} --workload "$TOP_SRCDIR/tests/workloads/$2" "$out"; then
 		echo "PASS $name/$1"
@@ -84,4 +87,11 @@ for s in $SCENARIOS; do
 	native) run_scenario native native.py 2000 "" "$ext_args" --all-native ;;
 	esac
 done
+# The profiles' names were right (check_profile.py) with the code objects
+# checked in the target's context, not only by process_vm_readv.
+if [ $bpf_checks -gt 0 ]; then
+	echo "PASS $name: $bpf_checks code-object checks read by the BPF program"
+else
+	echo "FAIL $name: no code-object check was read by the BPF program"; failed=1
+fi
 exit $failed

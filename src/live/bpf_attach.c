@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -342,9 +343,32 @@ void bpf_attach_stop(struct bpf_attach *a)
 	a->exec_link = a->fork_link = a->switch_link = NULL;
 }
 
+#define CHECKS_BYTES (PY_CHECK_SLOTS * sizeof(struct py_check))
+
+int bpf_attach_checks(struct bpf_attach *a, struct py_check_req **req, struct py_check **slots)
+{
+	void *m;
+
+	if (!a->skel || !a->skel->bss)
+		return -1;
+	if (!a->checks) {
+		m = mmap(NULL, CHECKS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(a->skel->maps.code_checks), 0);
+		if (m == MAP_FAILED)
+			return -1;
+		a->checks = m;
+	}
+	*req = &a->skel->bss->check_req;
+	*slots = a->checks;
+	return 0;
+}
+
 void bpf_attach_free(struct bpf_attach *a)
 {
 	bpf_attach_stop(a);
+	if (a->checks)
+		munmap(a->checks, CHECKS_BYTES);
+	a->checks = NULL;
 	pyperf_bpf__destroy(a->skel);
 	free(a->links);
 	free(a->event_fds);

@@ -18,6 +18,7 @@ struct bpf_link;
 
 struct bpf_attach {
 	struct pyperf_bpf *skel;
+	struct py_check *checks;	/* code_checks, mapped; NULL until asked */
 	struct bpf_link **links;	/* one per CPU's perf event */
 	int *event_fds;
 	int nevents;
@@ -48,6 +49,11 @@ void bpf_attach_unwind_fds(const struct bpf_attach *a, int fds[4]);
  * watched). */
 int bpf_attach_events_fd(const struct bpf_attach *a);
 int bpf_attach_proc_events_fd(const struct bpf_attach *a);
+
+/* The program's code-object checks (bpf/pyperf.h): its request, in its
+ * .bss, and the PY_CHECK_SLOTS slots, mapped into our memory. 0, or -1
+ * if they cannot be mapped (user space then reads every check itself). */
+int bpf_attach_checks(struct bpf_attach *a, struct py_check_req **req, struct py_check **slots);
 
 /* Sums the per-CPU counters (enum pyperf_stat) into stats. */
 void bpf_attach_read_stats(const struct bpf_attach *a, uint64_t stats[STAT__COUNT]);

@@ -147,8 +147,9 @@ void report_summary(const struct report_view *v)
 		(double)v->bpf[STAT_EVENTS] : 0.0);
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 " checks=%" PRIu64
-		" in %" PRIu64 " reads, skipped=%" PRIu64 "\n", ps.hits, ps.misses, ps.evictions,
-		ps.stale, ps.errors, ps.checks, ps.check_reads, ps.fresh);
+		" (%" PRIu64 " read by the BPF program, the rest in %" PRIu64 " reads), skipped=%"
+		PRIu64 "\n", ps.hits, ps.misses, ps.evictions, ps.stale, ps.errors, ps.checks,
+		ps.answered, ps.check_reads, ps.fresh);
 	fprintf(stderr, "pyperf-pprof: records added in %" PRIu64 " batches, %" PRIu64
 		" of them early (a code object not read yet, or a mapping without tables)\n",
 		v->batches, v->batches_early);

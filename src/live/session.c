@@ -30,6 +30,7 @@
 #include "report.h"
 #include "targets.h"
 #include "record.h"
+#include "bpfcheck.h"
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
@@ -43,6 +44,8 @@
 #define SCAN_NS			500000000LL	/* /proc rescans and reaping */
 #define BATCH_BYTES		(4u << 20)	/* records held back at most */
 #define HOLD_NS			200000000LL	/* ... for at most this long */
+#define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
+						 * (it wakes us when done) */
 
 /* Records copied out of the ring buffer and held back, so that their code
  * objects are checked against their targets together (pipeline_precheck)
@@ -94,6 +97,8 @@ struct session {
 	struct ktables *kt;		/* --unwind kernel/both: the BPF tables */
 	struct native_diff diff;	/* --unwind both */
 	struct rec_batch batch;
+	struct bpfcheck chk;		/* checks the BPF program answers */
+	size_t chk_upto;		/* ... for the batch's bytes before this */
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -202,6 +207,9 @@ static int load_bpf(struct session *s)
 {
 	if (bpf_attach_load(&s->bpf, s->cfg, &s->ts) || load_tables(s))
 		return -1;
+	/* A recording keeps the checks' reads, for replay to repeat. */
+	if (!s->rec && bpf_attach_checks(&s->bpf, &s->chk.req, &s->chk.slots))
+		s->chk.req = NULL;
 	return bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000));
 }
 
@@ -218,27 +226,53 @@ static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
 	return e;
 }
 
-/* Adds the records copied out so far: their code objects are checked
- * first, all at once, then each is added. 0, or -ENOMEM (the session then
+/* Notes the code objects of the batch's records before byte upto. */
+static void note_batch(struct session *s, size_t upto)
+{
+	const struct batch_rec *e;
+	size_t o = 0;
+
+	while (o < upto && (e = batch_next(&s->batch, &o)))
+		pipeline_precheck(s->pl, e->t, e + 1, e->size);
+}
+
+/* Ends the checks noted (reading those not answered), adds the records
+ * before byte upto and keeps the rest. 0, or -ENOMEM (the session then
  * ends, writing what it has). */
-static int flush_batch(struct session *s)
+static int add_batch(struct session *s, size_t upto)
 {
 	const struct batch_rec *e;
 	size_t o = 0;
 	int r = 0;
 
-	while ((e = batch_next(&s->batch, &o)))
-		pipeline_precheck(s->pl, e->t, e + 1, e->size);
 	pipeline_precheck_end(s->pl);
-	for (o = 0; !r && (e = batch_next(&s->batch, &o));)
+	while (!r && o < upto && (e = batch_next(&s->batch, &o)))
 		r = pipeline_sample(s->pl, e->t, e + 1, e->size) ? -ENOMEM : 0;
-	s->batch.added += s->batch.len != 0;
-	s->batch.early += s->batch.len && s->batch.prompt;
-	s->batch.len = 0;
-	s->batch.prompt = 0;
+	s->batch.added += upto != 0;
+	s->batch.early += upto && s->batch.prompt;
+	memmove(s->batch.buf, s->batch.buf + upto, s->batch.len - upto);
+	s->batch.len -= upto;
+	if (!s->batch.len)
+		s->batch.prompt = 0;
 	if (r)
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 	return r;
+}
+
+/* Adds every record held now: those whose checks the BPF program is
+ * answering first, with the answers so far; the others checked and
+ * added together. 0, or -ENOMEM. */
+static int flush_batch(struct session *s)
+{
+	int r;
+
+	if (s->chk.n) {
+		bpfcheck_collect(&s->chk, s->pl);
+		if ((r = add_batch(s, s->chk_upto)))
+			return r;
+	}
+	note_batch(s, s->batch.len);
+	return add_batch(s, s->batch.len);
 }
 
 static int64_t elapsed_ns(const struct session *s);
@@ -247,6 +281,29 @@ static int64_t elapsed_ns(const struct session *s);
 static int batch_due(const struct session *s)
 {
 	return s->batch.len && (s->batch.prompt || elapsed_ns(s) - s->batch.since >= HOLD_NS);
+}
+
+/* The poll loop's turn: a batch due is checked (by the BPF program when
+ * it can: the records wait up to CHECK_WAIT_NS more for its answers) and
+ * added; a batch with a prompt record at once. 0, or -ENOMEM. */
+static int advance_batch(struct session *s)
+{
+	if (s->batch.prompt)
+		return flush_batch(s);
+	if (s->chk.n) {
+		if (!bpfcheck_done(&s->chk) && (int64_t)(mono_ns() - s->chk.issued_ns) < CHECK_WAIT_NS)
+			return 0;
+		bpfcheck_collect(&s->chk, s->pl);
+		return add_batch(s, s->chk_upto);
+	}
+	if (!batch_due(s))
+		return 0;
+	note_batch(s, s->batch.len);
+	if (bpfcheck_issue(&s->chk, s->pl, mono_ns())) {
+		s->chk_upto = s->batch.len;
+		return 0;
+	}
+	return add_batch(s, s->batch.len);
 }
 
 static int batch_add(struct session *s, const struct py_target *t, const void *data,
@@ -378,15 +435,17 @@ static const char *stop_reason(struct session *s, int64_t now)
 	return NULL;
 }
 
-/* How long to wait for records: POLL_MS, or less when -d ends sooner. */
+/* How long to wait for records: POLL_MS, or less when -d ends or the
+ * BPF program's checks time out sooner. */
 static int poll_ms(const struct session *s, int64_t now)
 {
-	int64_t left;
+	int64_t left, ms = POLL_MS;
 
-	if (!s->cfg->duration_ms)
-		return POLL_MS;
-	left = (int64_t)s->cfg->duration_ms - now / 1000000 + 1;
-	return left < 1 ? 1 : left < POLL_MS ? (int)left : POLL_MS;
+	if (s->chk.n)	/* until the checks time out */
+		ms = ((int64_t)s->chk.issued_ns + CHECK_WAIT_NS - (int64_t)mono_ns()) / 1000000 + 1;
+	if (s->cfg->duration_ms && (left = (int64_t)s->cfg->duration_ms - now / 1000000 + 1) < ms)
+		ms = left;
+	return ms < 1 ? 1 : ms > POLL_MS ? POLL_MS : (int)ms;
 }
 
 static int poll_loop(struct session *s)
@@ -425,7 +484,7 @@ static int poll_loop(struct session *s)
 		 * (see pyperf.bpf.c): read what came in since, every time. */
 		if (r >= 0 || r == -EINTR)
 			r = ring_buffer__consume(s->rb);
-		if (r != -ENOMEM && batch_due(s) && flush_batch(s))
+		if (r != -ENOMEM && advance_batch(s))
 			r = -ENOMEM;
 		if (r < 0 && r != -EINTR && r != -EAGAIN)
 			return r == -ENOMEM ? 0 : -1;

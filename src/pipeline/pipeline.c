@@ -153,6 +153,17 @@ void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void
 	sample_precheck(&p->sink, t, rec, size);
 }
 
+size_t pipeline_precheck_queue(const struct pipeline *p, const struct py_target **t,
+			       uint64_t *addr, size_t max, uint16_t *len)
+{
+	return sample_precheck_queue(&p->sink, t, addr, max, len);
+}
+
+void pipeline_precheck_answer(struct pipeline *p, size_t i, const uint8_t *bytes, uint64_t at_ns)
+{
+	sample_precheck_answer(&p->sink, i, bytes, at_ns);
+}
+
 void pipeline_precheck_end(struct pipeline *p)
 {
 	sample_precheck_end(&p->sink);

@@ -104,6 +104,11 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t);
 void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void *rec,
 		       size_t size);
 void pipeline_precheck_end(struct pipeline *p);
+/* Between the two: the checks noted, to be answered by another reader
+ * (sample_precheck_queue, sample_precheck_answer). */
+size_t pipeline_precheck_queue(const struct pipeline *p, const struct py_target **t,
+			       uint64_t *addr, size_t max, uint16_t *len);
+void pipeline_precheck_answer(struct pipeline *p, size_t i, const uint8_t *bytes, uint64_t at_ns);
 /* Should this record be added with its drain, not held back (sample.h)? */
 int pipeline_is_prompt(const struct pipeline *p, const struct py_target *t, const void *rec,
 		       size_t size);

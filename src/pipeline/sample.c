@@ -753,6 +753,18 @@ int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, con
 	return 0;
 }
 
+size_t sample_precheck_queue(const struct sample_sink *k, const struct py_target **t,
+			     uint64_t *addr, size_t max, uint16_t *len)
+{
+	return k->clock ? pysym_check_queue(k->syms, t, addr, max, len) : 0;
+}
+
+void sample_precheck_answer(struct sample_sink *k, size_t i, const uint8_t *bytes, uint64_t at_ns)
+{
+	if (k->clock)
+		pysym_check_answer(k->syms, i, bytes, at_ns);
+}
+
 void sample_precheck_end(struct sample_sink *k)
 {
 	if (k->clock)

@@ -148,6 +148,12 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 void sample_precheck(struct sample_sink *k, const struct py_target *t, const void *rec,
 		     size_t size);
 void sample_precheck_end(struct sample_sink *k);
+/* Before sample_precheck_end: the checks noted, for the BPF program to
+ * read in the target's context, and their answers (pysym_check_queue,
+ * pysym_check_answer). */
+size_t sample_precheck_queue(const struct sample_sink *k, const struct py_target **t,
+			     uint64_t *addr, size_t max, uint16_t *len);
+void sample_precheck_answer(struct sample_sink *k, size_t i, const uint8_t *bytes, uint64_t at_ns);
 
 /* Live: should record rec of t be added now rather than held back with
  * others? Yes if its native walk met a mapping without tables (loaded

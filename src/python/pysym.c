@@ -430,11 +430,14 @@ int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_
 static void validate_queued(struct pysym_cache *c)
 {
 	const struct py_target *t = c->check_t;
-	size_t n = c->ncheck;
 	uint16_t lo, len;
 	uint64_t now_ns;
+	size_t n = 0;
 	ssize_t got;
 
+	for (size_t i = 0; i < c->ncheck; i++)	/* answered ones are done */
+		if (c->check[i])
+			c->check[n++] = c->check[i];
 	c->ncheck = 0;
 	if (!n)
 		return;
@@ -485,6 +488,40 @@ void pysym_check_note(struct pysym_cache *c, const struct py_target *t, uint64_t
 	e->checked = c->round;
 	c->check_t = t;
 	c->check[c->ncheck++] = e;
+}
+
+size_t pysym_check_queue(const struct pysym_cache *c, const struct py_target **t,
+			 uint64_t *addr, size_t max, uint16_t *len)
+{
+	uint16_t lo;
+	size_t n = 0;
+
+	if (!c->ncheck)
+		return 0;
+	*t = c->check_t;
+	fp_span(&c->check_t->layout.code, &lo, len);
+	for (size_t i = 0; i < c->ncheck && i < max; i++)
+		addr[n++] = c->check[i] ? c->check[i]->code + lo : 0;
+	return n;
+}
+
+void pysym_check_answer(struct pysym_cache *c, size_t i, const uint8_t *bytes, uint64_t at_ns)
+{
+	struct entry *e = i < c->ncheck ? c->check[i] : NULL;
+	uint16_t lo, len;
+
+	if (!e)
+		return;
+	c->check[i] = NULL;
+	c->st.checks++;
+	c->st.answered++;
+	fp_span(&c->check_t->layout.code, &lo, &len);
+	if (fingerprint(&c->check_t->layout.code, bytes, lo) != e->fp) {
+		c->st.stale++;
+		entry_clear(e);
+		return;
+	}
+	e->checked_ns = at_ns;
 }
 
 void pysym_check_end(struct pysym_cache *c)

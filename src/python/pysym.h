@@ -22,6 +22,7 @@ struct pysym_stats {
 	uint64_t stale;		/* entries dropped: their code object changed */
 	uint64_t fresh;		/* checks skipped: checked since the sample */
 	uint64_t checks, check_reads;	/* entries checked, in so many readv */
+	uint64_t answered;	/* of the checks, read by another reader */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
@@ -65,6 +66,17 @@ typedef uint64_t (*pysym_clock_fn)(void);
 void pysym_check_note(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 		      uint64_t sample_ns, pysym_clock_fn now);
 void pysym_check_end(struct pysym_cache *c);
+
+/* Between the notes and the end, the queue may be read by someone else
+ * (the BPF program, in the target's own context, much cheaper than a
+ * system call): pysym_check_queue gives its target, each entry's address
+ * (0: answered already) and the bytes to read there (*len, the same for
+ * all); pysym_check_answer checks entry i against bytes read there at
+ * at_ns, after the records that named it were taken. pysym_check_end
+ * reads only the entries left unanswered. */
+size_t pysym_check_queue(const struct pysym_cache *c, const struct py_target **t,
+			 uint64_t *addr, size_t max, uint16_t *len);
+void pysym_check_answer(struct pysym_cache *c, size_t i, const uint8_t *bytes, uint64_t at_ns);
 
 /* Is this code object of t cached (nothing is read)? */
 int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code);

@@ -351,6 +351,56 @@ static void test_prompt(struct env *e)
 	check(sample_is_prompt(e->k, &e->t, e->s, len), "prompt: a mapping without tables");
 }
 
+/* The checks of a batch answered by another reader (the BPF program,
+ * session.c): answered entries are not read again; bytes that differ from
+ * what was cached drop the entry, so the next record reads it anew. */
+static void test_answers(struct env *e)
+{
+	size_t len = sizeof(e->s->h) + 2 * sizeof(e->s->frames[0]);
+	struct pysym_stats st0, st1, st2;
+	const struct py_target *t = NULL;
+	uint8_t bytes[2][256];
+	uint64_t addr[4];
+	uint16_t n, blen = 0;
+	int32_t first = 99;
+
+	e->k->clock = fake_clock;
+	fake_now = 7000000000;
+	frame(e, 0, CODE(e->a), 0);
+	frame(e, 1, CODE(e->b), 0);
+	e->s->h.time_ns = 6900000000;
+	run(e, 2, 0);			/* both cached and checked at 7 s */
+	fake_now = 9000000000;
+	e->s->h.time_ns = 8000000000;	/* a sample after that check */
+	e->s->h.flags = 0;
+	pysym_get_stats(e->k->syms, &st0);
+	sample_precheck(e->k, &e->t, e->s, len);
+	n = (uint16_t)sample_precheck_queue(e->k, &t, addr, 4, &blen);
+	if (!check(n == 2 && t == &e->t && blen <= sizeof(bytes[0]) && addr[0] && addr[1],
+		   "answers: both code objects queued (%u)", n)) {
+		sample_precheck_end(e->k);
+		e->k->clock = NULL;
+		return;
+	}
+	memcpy(bytes[0], (void *)(uintptr_t)addr[0], blen);
+	memcpy(bytes[1], (void *)(uintptr_t)addr[1], blen);
+	/* The second answer saw another code object there (its first line). */
+	memcpy(bytes[1] + e->t.layout.code.co_firstlineno - (addr[1] - CODE(e->b)), &first, 4);
+	sample_precheck_answer(e->k, 0, bytes[0], 8500000000);
+	sample_precheck_answer(e->k, 1, bytes[1], 8500000000);
+	sample_precheck_end(e->k);
+	pysym_get_stats(e->k->syms, &st1);
+	check(st1.check_reads == st0.check_reads && st1.answered == st0.answered + 2 &&
+	      st1.stale == st0.stale + 1,
+	      "answers: no read of our own, one entry dropped (%llu reads, %llu stale)",
+	      (unsigned long long)(st1.check_reads - st0.check_reads),
+	      (unsigned long long)(st1.stale - st0.stale));
+	sample_add(e->k, &e->t, e->s, len);
+	pysym_get_stats(e->k->syms, &st2);
+	check(st2.misses == st1.misses + 1, "answers: the dropped one is read anew when added");
+	e->k->clock = NULL;
+}
+
 /* Compact records (bpf/pyperf.h): 16-byte frames after a header without
  * regs, or after the whole header (SAMPLE_F_COMPACT_REGS: a kernel-mode
  * sample that carries a stack copy). Both read as the full record does. */
@@ -430,6 +480,7 @@ int main(void)
 	test_compact(e);
 	test_validation_clock(e);
 	test_precheck(e);
+	test_answers(e);
 	test_prompt(e);
 	test_long_names(e);
 	profile_free(e->k->prof);
