@@ -283,13 +283,13 @@ static int batch_due(const struct session *s)
 	return s->batch.len && (s->batch.prompt || elapsed_ns(s) - s->batch.since >= HOLD_NS);
 }
 
-/* The poll loop's turn: a batch due is checked (by the BPF program when
- * it can: the records wait up to CHECK_WAIT_NS more for its answers) and
- * added; a batch with a prompt record at once. 0, or -ENOMEM. */
+/* The poll loop's turn: a batch due (a prompt record in it, or held
+ * HOLD_NS) is checked, by the BPF program when it can (the records wait
+ * up to CHECK_WAIT_NS more for its answers; it reads them at the
+ * target's next samples, as soon as a process_vm_readv would), and
+ * added. 0, or -ENOMEM. */
 static int advance_batch(struct session *s)
 {
-	if (s->batch.prompt)
-		return flush_batch(s);
 	if (s->chk.n) {
 		if (!bpfcheck_done(&s->chk) && (int64_t)(mono_ns() - s->chk.issued_ns) < CHECK_WAIT_NS)
 			return 0;
