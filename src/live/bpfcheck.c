@@ -8,22 +8,20 @@
 
 size_t bpfcheck_issue(struct bpfcheck *c, struct pipeline *pl, uint64_t now_ns)
 {
-	static uint64_t addr[PY_CHECK_SLOTS];
 	const struct py_target *t;
 	uint16_t len;
 	size_t n;
 
 	if (!c->req || c->n)
 		return 0;
-	n = pipeline_precheck_queue(pl, &t, addr, PY_CHECK_SLOTS, &len);
+	n = pipeline_precheck_queue(pl, &t, c->addr, PY_CHECK_SLOTS, &len);
 	if (!n || len > PY_CHECK_BYTES)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		c->slots[i].addr = addr[i];
+		c->slots[i].addr = c->addr[i];
 	c->gen++;
 	c->n = n;
 	c->issued_ns = now_ns;
-	c->issued += n;
 	/* The slots, then the request; the request's count last: the program
 	 * reads nothing until it is set (x86-64 keeps stores in order; the
 	 * barrier keeps the compiler from moving them). */
@@ -57,7 +55,6 @@ void bpfcheck_collect(struct bpfcheck *c, struct pipeline *pl)
 		if (__atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != c->gen || s->err || !s->addr)
 			continue;
 		pipeline_precheck_answer(pl, i, s->bytes, s->done_ns);
-		c->answered++;
 	}
 	c->n = 0;
 }

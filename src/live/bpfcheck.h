@@ -21,7 +21,7 @@ struct bpfcheck {
 	uint64_t gen;			/* of the request in flight */
 	size_t n;			/* its slots; 0: none in flight */
 	uint64_t issued_ns;		/* CLOCK_MONOTONIC */
-	uint64_t issued, answered;	/* checks asked, answered (counters) */
+	uint64_t addr[PY_CHECK_SLOTS];	/* scratch for bpfcheck_issue */
 };
 
 /* Asks the program for the checks pipeline_precheck noted (those of one
