@@ -51,17 +51,18 @@
  * objects are checked against their targets together (pipeline_precheck)
  * before they are added: a code object costs one check per batch however
  * many samples name it (a program at 1 kHz names the same few dozen in
- * every drain). A record that names a code object user space has
- * yet to read, or whose native walk waits for tables, is added with its
- * drain, and those before it (pipeline_is_prompt). Each entry is a batch_rec, then the record, padded to 8
- * bytes. Targets are forgotten only at a scan (targets_update) or a
- * process event, and the batch is added before either, so the pointers
- * hold until then. */
+ * every drain). A record that names a code object user space has yet to
+ * read, or whose native walk waits for tables, makes its batch due at
+ * once (pipeline_is_prompt). Each entry is a batch_rec, then the record,
+ * padded to 8 bytes. Targets are forgotten only at a scan
+ * (targets_update) or a process event, and the batch is added before
+ * either, so the pointers hold until then. */
 struct rec_batch {
 	uint8_t *buf;
 	size_t len, cap;
 	int64_t since;		/* session time of the first record */
-	int prompt;		/* a record in it is to be added now */
+	size_t prompt_end;	/* a record before this byte is to be added
+				 * now (pipeline_is_prompt); 0: none */
 	uint64_t added, early;	/* batches added; of them, cut short */
 };
 
@@ -226,6 +227,8 @@ static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
 	return e;
 }
 
+static int64_t elapsed_ns(const struct session *s);
+
 /* Notes the code objects of the batch's records before byte upto. */
 static void note_batch(struct session *s, size_t upto)
 {
@@ -248,12 +251,15 @@ static int add_batch(struct session *s, size_t upto)
 	pipeline_precheck_end(s->pl);
 	while (!r && o < upto && (e = batch_next(&s->batch, &o)))
 		r = pipeline_sample(s->pl, e->t, e + 1, e->size) ? -ENOMEM : 0;
-	s->batch.added += upto != 0;
-	s->batch.early += upto && s->batch.prompt;
+	if (!upto)
+		return r;
+	s->batch.added++;
+	s->batch.early += s->batch.prompt_end && s->batch.prompt_end <= upto;
 	memmove(s->batch.buf, s->batch.buf + upto, s->batch.len - upto);
 	s->batch.len -= upto;
-	if (!s->batch.len)
-		s->batch.prompt = 0;
+	s->batch.prompt_end = s->batch.prompt_end > upto ? s->batch.prompt_end - upto : 0;
+	if (s->batch.len)	/* came during the BPF program's checks */
+		s->batch.since = elapsed_ns(s);
 	if (r)
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 	return r;
@@ -275,12 +281,10 @@ static int flush_batch(struct session *s)
 	return add_batch(s, s->batch.len);
 }
 
-static int64_t elapsed_ns(const struct session *s);
-
 /* Is it time to add the records held back? */
 static int batch_due(const struct session *s)
 {
-	return s->batch.len && (s->batch.prompt || elapsed_ns(s) - s->batch.since >= HOLD_NS);
+	return s->batch.len && (s->batch.prompt_end || elapsed_ns(s) - s->batch.since >= HOLD_NS);
 }
 
 /* The poll loop's turn: a batch due (a prompt record in it, or held
@@ -290,11 +294,14 @@ static int batch_due(const struct session *s)
  * added. 0, or -ENOMEM. */
 static int advance_batch(struct session *s)
 {
+	int r;
+
 	if (s->chk.n) {
 		if (!bpfcheck_done(&s->chk) && (int64_t)(mono_ns() - s->chk.issued_ns) < CHECK_WAIT_NS)
 			return 0;
 		bpfcheck_collect(&s->chk, s->pl);
-		return add_batch(s, s->chk_upto);
+		if ((r = add_batch(s, s->chk_upto)))
+			return r;
 	}
 	if (!batch_due(s))
 		return 0;
@@ -347,8 +354,9 @@ static int on_record(void *ctx, void *data, size_t size)
 		return 0;
 	if ((r = batch_add(s, t, data, size)))
 		return r;	/* ends polling; what we have is written */
-	if ((h->flags & (SAMPLE_F_NEW_CODE | SAMPLE_F_NO_TABLES)) && !s->batch.prompt)
-		s->batch.prompt = pipeline_is_prompt(s->pl, t, data, size);
+	if ((h->flags & (SAMPLE_F_NEW_CODE | SAMPLE_F_NO_TABLES)) &&
+	    pipeline_is_prompt(s->pl, t, data, size))
+		s->batch.prompt_end = s->batch.len;
 	return pass_over(s);
 }
 
