@@ -668,6 +668,16 @@ static int record_frames(const uint8_t *c, size_t size, size_t *hdr, size_t *fsi
 	return *n > PYPERF_MAX_FRAMES || size < *hdr + *n * *fsize ? -1 : 0;
 }
 
+/* The code object of frame i of a record laid out as record_frames()
+ * says (compact frames keep their flags in the low bits). */
+static uint64_t record_code(const uint8_t *c, size_t hdr, size_t fsize, size_t i)
+{
+	uint64_t code;
+
+	memcpy(&code, c + hdr + i * fsize, sizeof(code));
+	return code & ~(uint64_t)7;
+}
+
 /* A compact record (SAMPLE_F_COMPACT, bpf/pyperf.h) into the full
  * layout in k->full: regs zeroed (unless SAMPLE_F_COMPACT_REGS kept
  * them), frames of 32 bytes. 0, or -1 if out of
@@ -717,18 +727,15 @@ void sample_precheck(struct sample_sink *k, const struct py_target *t, const voi
 		     size_t size)
 {
 	size_t hdr, fsize, n;
-	uint64_t code, time_ns;
+	uint64_t time_ns;
 
 	if (!k->clock || record_frames(rec, size, &hdr, &fsize, &n))
 		return;		/* replay checks every one, as recorded; malformed
 				 * records are sample_add's to count */
 	memcpy(&time_ns, (const uint8_t *)rec + offsetof(struct py_sample_hdr, time_ns),
 	       sizeof(time_ns));
-	for (size_t i = 0; i < n; i++) {
-		memcpy(&code, (const uint8_t *)rec + hdr + i * fsize, sizeof(code));
-		/* compact frames keep their flags in the low bits */
-		pysym_check_note(k->syms, t, code & ~(uint64_t)7, time_ns, k->clock);
-	}
+	for (size_t i = 0; i < n; i++)
+		pysym_check_note(k->syms, t, record_code(rec, hdr, fsize, i), time_ns, k->clock);
 }
 
 int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, const void *rec,
@@ -736,7 +743,6 @@ int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, con
 {
 	size_t hdr, fsize, n;
 	uint32_t flags;
-	uint64_t code;
 
 	if (record_frames(rec, size, &hdr, &fsize, &n))
 		return 0;
@@ -745,11 +751,9 @@ int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, con
 		return 1;
 	if (!(flags & SAMPLE_F_NEW_CODE))
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		memcpy(&code, (const uint8_t *)rec + hdr + i * fsize, sizeof(code));
-		if (!pysym_cached(k->syms, t, code & ~(uint64_t)7))
+	for (size_t i = 0; i < n; i++)
+		if (!pysym_cached(k->syms, t, record_code(rec, hdr, fsize, i)))
 			return 1;
-	}
 	return 0;
 }
 
