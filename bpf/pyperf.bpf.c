@@ -364,7 +364,9 @@ struct walk_ctx {
 	struct py_sample *s;
 	__u64 frame;
 	__u64 mark;	/* Brent's cycle check: a frame seen before */
-	__u64 cframe;	/* PY_FRAMES_CFRAME: the _PyCFrame the walk began at */
+	/* PY_FRAMES_CFRAME: the _PyCFrame the walk began at; then, for
+	 * PY_ENTRY_FLAG, the anchor of the next entry frame */
+	__u64 cframe;
 	__u32 n;
 	int err;
 	int compact;	/* frames as struct py_frame_compact (SAMPLE_F_COMPACT) */
@@ -418,6 +420,40 @@ __noinline int mark_entry(struct py_sample *s, __u32 n, int compact)
 		return 0;
 	s->frames[n].flags |= FRAME_F_ENTRY;
 	return 1;
+}
+
+/* Closes the next eval-loop group with the anchor at addr (bpf/pyperf.h).
+ * The count lives in s, not in the walk's context: a field more there
+ * kept the verifier from pruning the walk's states. Global for the same
+ * reason as above. */
+__noinline int put_anchor(struct py_sample *s, __u64 addr)
+{
+	__u32 k;
+
+	if (!s)
+		return 0;
+	k = s->na;
+	if (k < PY_ANCHORS_MAX)
+		s->anchors[k & (PY_ANCHORS_MAX - 1)] = addr;
+	s->na = k + 1;
+	return 0;
+}
+
+/* An entry frame was just kept. PY_ENTRY_FLAG: it closes group *na, whose
+ * anchor is cf, and the next is the _PyCFrame after cf in the chain,
+ * returned (0 when unreadable: that anchor then matches no native frame,
+ * and its group goes with the next one matched). Else returns cf. */
+__noinline __u64 entry_anchor(const struct py_walk_offsets *off, struct py_sample *s, __u64 cf)
+{
+	__u64 prev = 0;
+
+	if (!off || off->entry_kind != PY_ENTRY_FLAG)
+		return cf;
+	put_anchor(s, cf);
+	if (!cf || bpf_probe_read_user(&prev, sizeof(prev),
+				       (const void *)(cf + off->cframe_previous)))
+		return 0;
+	return prev;
 }
 
 static __always_inline void put_empty(struct walk_ctx *c, __u32 n)
@@ -490,8 +526,10 @@ static __always_inline long caller_cframe(struct walk_ctx *c)
 		return 1;
 	}
 	put_empty(c, 0);
+	/* The new call's cframe is its anchor, the caller's the next one. */
+	put_anchor(c->s, c->cframe);
+	c->cframe = prev;
 	c->n = 1;
-	c->cframe = 0;
 	c->frame = f;
 	stat_inc(STAT_CFRAME_FALLBACK);
 	return 0;
@@ -501,6 +539,7 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 {
 	const struct py_walk_offsets *off = c->off;
 	struct py_frame_fields f = {};
+	__u64 addr = c->frame;	/* a shim's: its eval-loop call's anchor */
 	__u32 n = c->n;
 	int verdict, bad;
 
@@ -532,11 +571,16 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	/* A shim frame carries no Python code but marks where an eval-loop
 	 * call began: the frame recorded before it is its outermost. */
 	if (verdict == PY_FRAME_SHIM) {
+		/* Its address is the anchor of the group it closes. */
+		put_anchor(c->s, addr);
 		if (n > 0 && n <= PYPERF_MAX_FRAMES && mark_entry(c->s, n - 1, c->compact))
 			return 0;
 		/* No Python frame since the previous shim: this eval-loop
 		 * call is between frames (just entered, or clearing the frame
-		 * it returned from). An empty group keeps the merge paired. */
+		 * it returned from), or this is the thread's base frame (the
+		 * chain's root from 3.15, in the thread state: its anchor
+		 * matches no native frame). An empty group keeps the merge
+		 * paired. */
 		if (n < PYPERF_MAX_FRAMES) {
 			put_empty(c, n);
 			c->n = n + 1;
@@ -549,6 +593,8 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 
 		if (!put_frame(c->s, n, c->compact, &r))
 			c->fresh |= code_is_new(c->s->h.pid, f.code);
+		if (r.flags & FRAME_F_ENTRY)
+			c->cframe = entry_anchor(off, c->s, c->cframe);
 		c->n = n + 1;
 	}
 	return 0;
@@ -675,6 +721,20 @@ fail:
 
 /* Appends the kernel stack after the user stack at off; returns the
  * number of addresses written. */
+/* A copied stack is unwound in user space, which matches the anchors
+ * itself: they follow the record's end at off. Returns the bytes added. */
+static __always_inline __u64 copy_anchors(struct py_sample *s, __u64 off, __u32 na)
+{
+	if (na > PY_ANCHORS_MAX - 1)
+		na = PY_ANCHORS_MAX - 1;
+	if (!na || off > __builtin_offsetof(struct py_sample, anchors) - PY_ANCHORS_MAX * 8)
+		return 0;
+	if (bpf_probe_read_kernel((void *)s + off, (na & (PY_ANCHORS_MAX - 1)) * 8, s->anchors))
+		return 0;
+	s->h.nanchors = (__u8)na;
+	return (__u64)na * 8;
+}
+
 static __always_inline __u16 copy_kernel_stack(void *ctx, struct py_sample *s, __u64 off)
 {
 	long n;
@@ -1151,9 +1211,27 @@ __noinline int native_step(const struct py_unwind_proc *p, struct nregs *w)
 	return PY_ROW_CFA(row.kind) == ROW_NONE ? fp_step(w) : row_step(w, &row);
 }
 
+/* The tag for the pc of a native frame spanning [lo, hi) of the stack:
+ * PY_PC_EVAL and the anchor it holds, or 0 (py_anchor_match over s's
+ * anchors; s->anchor_next is where the last match left off). Global:
+ * verified once, not once per path through the walk's bpf_loop callback
+ * (inlined, it went past the verifier's limit). */
+__noinline __u64 anchor_tag(struct py_sample *s, __u64 lo, __u64 hi)
+{
+	__u32 next;
+	int g;
+
+	if (!s || !s->na)
+		return 0;
+	next = s->anchor_next;
+	g = py_anchor_match(s->anchors, s->na, &next, lo, hi);
+	s->anchor_next = next;
+	return g < 0 ? 0 : PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT;
+}
+
 static long nwalk_step(__u32 i, struct nwalk *w)
 {
-	__u64 off, *pc;
+	__u64 off, *pc, lo;
 	int end;
 
 	if (w->r.ip == 0) {
@@ -1169,9 +1247,13 @@ static long nwalk_step(__u32 i, struct nwalk *w)
 	*pc = w->r.ip;
 	w->n++;
 	w->r.map_flags = 0;
+	lo = w->r.sp;
 	end = native_step(w->proc, &w->r);
 	if (w->r.map_flags & PY_MAP_TRAMPOLINE)
 		*pc |= PY_PC_TRAMPOLINE;
+	/* The frame spans [its sp, its CFA = the caller's sp), known when
+	 * the step succeeded. */
+	*pc |= anchor_tag(w->s, lo, end < 0 ? w->r.sp : lo);
 	if (end >= 0) {
 		w->end = end;
 		return 1;
@@ -1325,6 +1407,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.flags = flags;
 	s->h.nframes = 0;
 	s->h.nkframes = 0;
+	s->na = 0;
+	s->anchor_next = 0;
 	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
 
 	/* A compact record (bpf/pyperf.h) where nothing needs regs, self or
@@ -1346,6 +1430,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		w.s = s;
 		w.frame = first_frame(&cfg->off, tstate, &w.cframe, &w.err);
 		bpf_loop(PYPERF_MAX_FRAMES + 1, walk_step, &w, 0);
+		if (cfg->off.entry_kind != PY_ENTRY_EVERY)
+			s->h.flags |= SAMPLE_F_ANCHORED;
 		if (w.err) {
 			s->h.flags |= SAMPLE_F_READ_ERR;
 			stat_inc(STAT_READ_ERR);
@@ -1382,6 +1468,9 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		s->h.nkframes = copy_kernel_stack(ctx, s, size);
 		size += (__u64)s->h.nkframes * sizeof(__u64);
 	}
+	s->h.nanchors = 0;
+	if (s->h.stack_len && (s->h.flags & SAMPLE_F_ANCHORED))
+		size += copy_anchors(s, size, s->na);
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	out = s;

@@ -40,6 +40,49 @@ enum py_entry_kind {
 				 * follows the outermost frame of the call */
 };
 
+/*
+ * Eval-loop anchors. Each call of the eval loop keeps a structure on its
+ * own C stack that the Python walk also reaches, so the native frame whose
+ * stack range holds it IS that call, whatever the compiler named or split
+ * the function into (.cold parts, stripped binaries). The entry kind says
+ * which: PY_ENTRY_SHIM, the shim frame itself (the local entry frame,
+ * linked into the frame chain); PY_ENTRY_FLAG, the call's _PyCFrame local,
+ * the chain tstate->cframe, ->previous, ... in the order of the is_entry
+ * frames. PY_ENTRY_EVERY (<=3.10) has none: the merge goes by symbol.
+ * Anchor k is that of the group of Python frames closed by the k-th
+ * FRAME_F_ENTRY frame (innermost first), so anchors grow with k.
+ */
+#define PY_ANCHORS_MAX		256	/* power of 2; more groups than native
+					 * frames the BPF walk can reach */
+#define PY_ANCHOR_SKIPS		4	/* anchors in no frame, passed per frame */
+
+/* Native frame [lo, hi) of the stack (from its callee's CFA to its own):
+ * the index of the anchor it holds, or -1. *next is the first anchor not
+ * yet matched; frames are given leaf first, so ranges and anchors both
+ * grow. Shared by the BPF walk and user space's stack-copy path. */
+static __always_inline int py_anchor_match(const __u64 *anchors, __u32 na, __u32 *next,
+					   __u64 lo, __u64 hi)
+{
+	__u32 j = *next;
+	__u64 a;
+
+	if (na > PY_ANCHORS_MAX)
+		na = PY_ANCHORS_MAX;
+	for (int k = 0; k < PY_ANCHOR_SKIPS; k++) {
+		if (j >= na || anchors[j & (PY_ANCHORS_MAX - 1)] >= lo)
+			break;
+		j++;
+	}
+	*next = j;
+	if (j >= na)
+		return -1;
+	a = anchors[j & (PY_ANCHORS_MAX - 1)];
+	if (a < lo || a >= hi)
+		return -1;
+	*next = j + 1;
+	return (int)j;
+}
+
 /* What a thread state's thread_id holds, to match the sampled thread. */
 enum py_tid_kind {
 	PY_TID_NATIVE = 1,	/* native_thread_id == kernel tid (3.11+) */
@@ -75,7 +118,8 @@ struct py_walk_offsets {
 	__u8 lasti_in_code;		/* 1: frame_lasti points into the code
 					 * object (3.11-3.13), a plausibility
 					 * check of each frame */
-	__u8 _pad[2];
+	__u16 cframe_previous;		/* PY_ENTRY_FLAG: _PyCFrame.previous, the
+					 * chain of eval-loop anchors */
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -144,6 +188,10 @@ struct py_proc_event {
 					    * (user space may not have read it) */
 #define SAMPLE_F_NO_TABLES	(1u << 16) /* the native walk met a mapping
 					    * with no tables yet */
+#define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
+					    * native pcs carry PY_PC_EVAL, and
+					    * a copied stack is followed by
+					    * nanchors anchors */
 
 /* What the GIL's words read, for py_gil_flags(). */
 struct py_gil_read {
@@ -369,7 +417,8 @@ struct py_sample_hdr {
 	__u32 stack_len;	/* user stack bytes after the native pcs */
 	__u16 native_n;		/* pcs unwound in BPF after the frames */
 	__u8 native_end;	/* enum py_native_end (SAMPLE_F_NATIVE_PCS) */
-	__u8 _pad2;
+	__u8 nanchors;		/* anchors after the kernel frames (a copied
+				 * stack with SAMPLE_F_ANCHORED only) */
 };
 
 /* The ring buffer record: header, then nframes frames, innermost first,
@@ -384,6 +433,11 @@ struct py_sample {
 	/* lets the verifier bound page-wise copies, after the pcs too; holds
 	 * the kernel frames after a full stack */
 	__u8 slack[4096 + PYPERF_MAX_NATIVE * 2 * 8];
+	/* The walk's eval-loop anchors: scratch, never sent from here (a
+	 * copy follows the kernel frames where a stack is copied). */
+	__u64 anchors[PY_ANCHORS_MAX];
+	__u32 na;		/* groups closed: anchors put (may pass the max) */
+	__u32 anchor_next;	/* the native walk's place in them */
 };
 
 /*
@@ -418,6 +472,10 @@ struct py_frame_compact {
 /* ... and where its kernel frames start. */
 #define PY_SAMPLE_KSTACK_OFF(nframes, native_n, stack_len) \
 	(PY_SAMPLE_STACK_OFF(nframes) + (native_n) * 8 + (stack_len))
+
+/* ... and its eval-loop anchors (__u64 each), where a stack was copied. */
+#define PY_SAMPLE_ANCHOR_OFF(nframes, native_n, stack_len, nkframes) \
+	(PY_SAMPLE_KSTACK_OFF(nframes, native_n, stack_len) + (nkframes) * 8)
 
 /* ---- --unwind kernel: native unwinding in BPF ---------------------------
  * User space converts each object's CFI to rows (src/native/unwind_table.c)
@@ -487,6 +545,12 @@ struct py_unwind_map {
  * trampolines. Their pcs go to user space with PY_PC_TRAMPOLINE set. */
 #define PY_MAP_TRAMPOLINE	(1u << 0)
 #define PY_PC_TRAMPOLINE	(1ULL << 63)	/* user pcs are below 2^47 */
+/* The frame holds eval-loop anchor k (SAMPLE_F_ANCHORED): pc | PY_PC_EVAL |
+ * k << PY_PC_GROUP_SHIFT. */
+#define PY_PC_EVAL		(1ULL << 62)
+#define PY_PC_GROUP_SHIFT	48
+#define PY_PC_GROUP(pc)		((__u32)((pc) >> PY_PC_GROUP_SHIFT) & 0x3fff)
+#define PY_PC_TAGS		(~0ULL << PY_PC_GROUP_SHIFT)
 
 struct py_unwind_proc {
 	__u32 n;

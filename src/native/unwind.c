@@ -82,6 +82,7 @@ struct uw_call {
 	int refreshed;			/* maps re-read during this stack */
 	int noinfo;			/* find_proc_info found no CFI */
 	uint8_t *kinds;			/* per frame: enum unwind_frame_kind, or NULL */
+	uint64_t *sps;		/* NULL, or each frame's sp (unwind_stack_frames) */
 	unsigned target_reads;
 	uint64_t rlo, rhi;		/* last file-backed region served ... */
 	const uint8_t *rbase;		/* ... our copy of its bytes */
@@ -643,6 +644,8 @@ static int walk(struct uw_call *c, uint64_t *pcs, size_t max, size_t *n)
 			return UNWIND_END_BAD_FRAME;
 		if (c->kinds)
 			c->kinds[*n] = UNWIND_FRAME_CODE;
+		if (c->sps)
+			c->sps[*n] = sp;
 		pcs[(*n)++] = ip;
 		if (*n >= max)
 			return UNWIND_END_MAX;
@@ -693,6 +696,12 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 int unwind_stack_kinds(struct unwind_ctx *u, const struct unwind_input *in,
 		       uint64_t *pcs, uint8_t *kinds, size_t max, size_t *n)
 {
+	return unwind_stack_frames(u, in, pcs, kinds, NULL, max, n);
+}
+
+int unwind_stack_frames(struct unwind_ctx *u, const struct unwind_input *in,
+			uint64_t *pcs, uint8_t *kinds, uint64_t *sps, size_t max, size_t *n)
+{
 	struct uw_call *c;
 	int end;
 
@@ -710,6 +719,7 @@ int unwind_stack_kinds(struct unwind_ctx *u, const struct unwind_input *in,
 	c->u = u;
 	c->in = in;
 	c->kinds = kinds;
+	c->sps = sps;
 	memcpy(c->regs, in->regs, sizeof(c->regs));
 	c->p = objcache_proc(u->oc, in->src, in->pid);
 	c->ps = c->p ? pstate_get(u, c->p) : NULL;

@@ -109,6 +109,12 @@ enum unwind_frame_kind {
 int unwind_stack_kinds(struct unwind_ctx *u, const struct unwind_input *in,
 		       uint64_t *pcs, uint8_t *kinds, size_t max, size_t *n);
 
+/* unwind_stack_kinds() that also writes each frame's stack pointer to
+ * sps[i] (sps may be NULL): frame i spans [sps[i], sps[i + 1]), its
+ * callee's CFA to its own. */
+int unwind_stack_frames(struct unwind_ctx *u, const struct unwind_input *in,
+			uint64_t *pcs, uint8_t *kinds, uint64_t *sps, size_t max, size_t *n);
+
 const struct unwind_stats *unwind_get_stats(const struct unwind_ctx *u);
 
 #endif

@@ -55,3 +55,29 @@ size_t merge_stacks(const uint8_t *native_is_eval, size_t nnative,
 		n = emit(out, n, max, MERGE_PYTHON, (uint32_t)py++);
 	return n;
 }
+
+size_t merge_by_group(const int32_t *native_group, size_t nnative,
+		      const uint32_t *py_group, size_t npython,
+		      struct merge_frame *out, size_t max, unsigned *mismatches)
+{
+	size_t n = 0, py = 0;
+
+	*mismatches = 0;
+	for (size_t i = 0; i < nnative; i++) {
+		int32_t g = native_group[i];
+
+		if (g < 0 || py == npython || py_group[py] > (uint32_t)g) {
+			n = emit(out, n, max, MERGE_NATIVE, (uint32_t)i);
+			continue;
+		}
+		if (py_group[py] < (uint32_t)g)
+			(*mismatches)++;	/* a group no frame held */
+		while (py < npython && py_group[py] <= (uint32_t)g)
+			n = emit(out, n, max, MERGE_PYTHON, (uint32_t)py++);
+	}
+	if (py < npython && nnative)
+		(*mismatches)++;
+	while (py < npython)
+		n = emit(out, n, max, MERGE_PYTHON, (uint32_t)py++);
+	return n;
+}

@@ -27,4 +27,19 @@ size_t merge_stacks(const uint8_t *native_is_eval, size_t nnative,
 		    const uint8_t *py_entry, size_t npython,
 		    struct merge_frame *out, size_t max, unsigned *mismatches);
 
+/*
+ * The merge by address (3.11+, bpf/pyperf.h "Eval-loop anchors"):
+ * native_group[i] is the eval-loop group whose anchor native frame i
+ * holds, -1 for other frames; py_group[j] the group of Python frame j
+ * (leaf first, non-decreasing). An eval-loop frame is replaced by the
+ * Python frames of its group and of earlier groups no native frame held
+ * (their anchor unread, their frame not unwound), which count as
+ * mismatches. One with no frame left stays native (its group had none to
+ * show). Groups left when the native stack ends go at the root, a
+ * mismatch if there was a native stack at all.
+ */
+size_t merge_by_group(const int32_t *native_group, size_t nnative,
+		      const uint32_t *py_group, size_t npython,
+		      struct merge_frame *out, size_t max, unsigned *mismatches);
+
 #endif

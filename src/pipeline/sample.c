@@ -54,6 +54,7 @@ static size_t cut_walk(struct sample_sink *k, size_t n, int after_one)
 	if (!loc)
 		return 0;
 	k->pyentry[n] = 1;
+	k->pygroup[n] = k->group;
 	k->pyloc[n++] = loc;
 	return n;
 }
@@ -75,17 +76,82 @@ static int unreadable_frame(struct sample_sink *k, size_t *n, int entry, int aft
 	if (!loc)
 		return -1;
 	k->pyentry[*n] = entry;
+	k->pygroup[*n] = k->group;
 	k->pyloc[(*n)++] = loc;
 	return 0;
 }
 
+/* One frame record f into k->pyloc[*np] (or none, or merged into the
+ * placeholder before it); *bad: the last frame kept is a placeholder. The
+ * frame's group is k->group, the record's (its FRAME_F_ENTRY frames before
+ * f), by which the BPF walk numbers its eval-loop anchors. 0, or -1 if out
+ * of memory. */
+static int python_frame(struct sample_sink *k, const struct py_target *t,
+			const struct py_frame_rec *f, uint64_t mid, size_t *np, int *bad)
+{
+	uint64_t prof = profile_serial(k->prof);
+	uint64_t key = pysym_frame_key(k->syms, t, f->code, f->self);
+	struct loc_memo *m = memo_slot(k, key, f->lasti);
+	struct pyframe_info fi;
+	size_t n = *np;
+	uint64_t fid, loc;
+	int r;
+
+	if (f->flags & FRAME_F_EMPTY) {
+		/* Pairs with its eval loop's native frame in the merge, then
+		 * leaves no location (merged_stack). */
+		loc = 0;
+		goto keep;
+	}
+	if (key && m->key == key && m->lasti == f->lasti && m->prof == prof) {
+		loc = m->loc;
+		goto keep;
+	}
+	r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, f->tlbc, &fi);
+	if (r == 1 && (f->flags & FRAME_F_ENTRY) && (n == 0 || k->pyentry[n - 1]) && !f->tlbc) {
+		/* Alone in its eval-loop call (every call is, under -X perf):
+		 * the loop's prologue runs for it, so it is shown at its first
+		 * instruction, not dropped, or that loop's native frame would
+		 * have no Python partner. */
+		r = pysym_resolve(k->syms, t, f->code,
+				  f->code + t->layout.code.co_code_adaptive, f->self, 0, &fi);
+	}
+	if (r == 1) {
+		/* A frame pushed but not started; if it ended its eval-loop
+		 * group, the frame before it does now. */
+		if ((f->flags & FRAME_F_ENTRY) && n)
+			k->pyentry[n - 1] = 1;
+		return 0;
+	}
+	if (r < 0) {
+		if (unreadable_frame(k, np, (f->flags & FRAME_F_ENTRY) != 0, *bad))
+			return -1;
+		*bad = 1;
+		return 0;
+	}
+	fid = profile_function(k->prof, fi.name, "", fi.filename, fi.firstlineno);
+	loc = fid ? profile_location(k->prof, mid, 0, fid, fi.line > 0 ? fi.line : 0) : 0;
+	if (loc && fi.key)
+		*memo_slot(k, fi.key, f->lasti) = (struct loc_memo){ fi.key, f->lasti, prof, loc };
+	if (!loc)
+		return -1;
+keep:
+	*bad = 0;
+	k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
+	k->pygroup[n] = k->group;
+	k->pyloc[n] = loc;
+	*np = n + 1;
+	return 0;
+}
+
 /* Resolves the Python frames into k->pyloc (leaf first) with their
- * eval-loop entry flags in k->pyentry; *np gets their number and *cut
- * whether the BPF walk stopped at a frame it could not trust. */
+ * eval-loop entry flags in k->pyentry and groups in k->pygroup; *np gets
+ * their number and *cut whether the BPF walk stopped at a frame it could
+ * not trust. */
 static int python_frames(struct sample_sink *k, const struct py_target *t,
 			 const struct py_sample *s, size_t *np, int *cut)
 {
-	uint64_t mid = interpreter_mapping(k, t), prof = profile_serial(k->prof);
+	uint64_t mid = interpreter_mapping(k, t);
 	size_t n = 0;
 	int bad = 0;		/* the last frame kept is a placeholder */
 
@@ -98,63 +164,12 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 			pysym_check_note(k->syms, t, k->codes[i], s->h.time_ns, NULL);
 		pysym_check_end(k->syms);
 	}
-
+	k->group = 0;
 	for (unsigned i = 0; i < s->h.nframes; i++) {
-		const struct py_frame_rec *f = &s->frames[i];
-		uint64_t key = pysym_frame_key(k->syms, t, f->code, f->self);
-		struct loc_memo *m = memo_slot(k, key, f->lasti);
-		struct pyframe_info fi;
-		uint64_t fid, loc;
-		int r;
-
-		if (f->flags & FRAME_F_EMPTY) {
-			/* Pairs with its eval loop's native frame in the
-			 * merge, then leaves no location (merged_stack). */
-			k->pyentry[n] = 1;
-			k->pyloc[n++] = 0;
-			bad = 0;
-			continue;
-		}
-		if (key && m->key == key && m->lasti == f->lasti && m->prof == prof) {
-			k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
-			k->pyloc[n++] = m->loc;
-			bad = 0;
-			continue;
-		}
-		r = pysym_resolve(k->syms, t, f->code, f->lasti, f->self, f->tlbc, &fi);
-
-		if (r == 1 && (f->flags & FRAME_F_ENTRY) && (n == 0 || k->pyentry[n - 1]) &&
-		    !f->tlbc) {
-			/* Alone in its eval-loop call (every call is, under
-			 * -X perf): the loop's prologue runs for it, so it is
-			 * shown at its first instruction, not dropped, or that
-			 * loop's native frame would have no Python partner. */
-			r = pysym_resolve(k->syms, t, f->code,
-					  f->code + t->layout.code.co_code_adaptive, f->self, 0, &fi);
-		}
-		if (r == 1) {
-			/* A frame pushed but not started; if it ended its
-			 * eval-loop group, the frame before it does now. */
-			if ((f->flags & FRAME_F_ENTRY) && n)
-				k->pyentry[n - 1] = 1;
-			continue;
-		}
-		if (r < 0) {
-			if (unreadable_frame(k, &n, (f->flags & FRAME_F_ENTRY) != 0, bad))
-				return -1;
-			bad = 1;
-			continue;
-		}
-		bad = 0;
-		fid = profile_function(k->prof, fi.name, "", fi.filename, fi.firstlineno);
-		loc = fid ? profile_location(k->prof, mid, 0, fid, fi.line > 0 ? fi.line : 0) : 0;
-		if (loc && fi.key)
-			*memo_slot(k, fi.key, f->lasti) =
-				(struct loc_memo){ fi.key, f->lasti, prof, loc };
-		if (!loc)
+		if (python_frame(k, t, &s->frames[i], mid, &n, &bad))
 			return -1;
-		k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
-		k->pyloc[n++] = loc;
+		if (s->frames[i].flags & FRAME_F_ENTRY)
+			k->group++;
 	}
 	/* Unreadable frames all the way to the depth limit: a chain that went
 	 * astray, which the BPF checks could not tell from a real one. */
@@ -273,8 +288,35 @@ static long user_unwind(struct sample_sink *k, const struct py_target *t,
 	in.stack = (const uint8_t *)s + off;
 	in.stack_len = s->h.stack_len;
 	in.stack_addr = s->h.regs[PYREG_SP];
-	*end = unwind_stack_kinds(k->unw, &in, k->pcs, k->nkind, UNWIND_MAX_FRAMES, &n);
+	*end = unwind_stack_frames(k->unw, &in, k->pcs, k->nkind, k->nsps, UNWIND_MAX_FRAMES, &n);
 	return (long)n;
+}
+
+/* The eval-loop anchor each of the n frames libunwind found holds, from
+ * the anchors after the record's end (bpf/pyperf.h), into k->ngroup. */
+static void user_anchors(struct sample_sink *k, const struct py_sample *s, size_t size,
+			 size_t n)
+{
+	size_t off = PY_SAMPLE_ANCHOR_OFF(s->h.nframes, s->h.native_n, s->h.stack_len,
+					  s->h.nkframes);
+	__u64 a[PY_ANCHORS_MAX];
+	uint32_t na = s->h.nanchors, next = 0;
+
+	if (off + (size_t)na * 8 > size)
+		na = 0;
+	memcpy(a, (const uint8_t *)s + off, (size_t)na * 8);
+	for (size_t i = 0; i < n; i++)
+		k->ngroup[i] = py_anchor_match(a, na, &next, k->nsps[i],
+					       i + 1 < n ? k->nsps[i + 1] : UINT64_MAX);
+}
+
+/* The anchor tags the BPF walk put on its pcs into k->ngroup. */
+static void kernel_anchors(struct sample_sink *k, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		k->ngroup[i] = k->kpcs[i] & PY_PC_EVAL ? (int32_t)PY_PC_GROUP(k->kpcs[i]) : -1;
+		k->kpcs[i] &= ~PY_PC_TAGS;
+	}
 }
 
 static const char *diff_object(void *ctx, uint64_t pc)
@@ -333,8 +375,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	}
 	if (kernel) {
 		memcpy(k->kpcs, (const uint8_t *)s + off, nk * 8);
-		for (size_t i = 0; i < nk; i++)
-			k->kpcs[i] &= ~PY_PC_TRAMPOLINE;
+		kernel_anchors(k, nk);
 		off += nk * 8;
 		*not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
 			      s->h.native_end == PY_NATIVE_END_NO_MAP;
@@ -359,6 +400,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	if (!kernel) {
 		if (uend != UNWIND_END_OUTERMOST)
 			k->n.native_errors++;
+		user_anchors(k, s, size, (size_t)nu);
 		return (size_t)nu;
 	}
 	if (*not_loaded) {
@@ -386,6 +428,7 @@ static size_t drop_trampolines(struct sample_sink *k, size_t n)
 			k->n.trampolines++;
 			continue;
 		}
+		k->ngroup[kept] = k->ngroup[i];
 		k->pcs[kept++] = k->pcs[i];
 	}
 	return kept;
@@ -412,6 +455,7 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	if (not_loaded && n < UNWIND_MAX_FRAMES) {
 		k->nloc[n] = synthetic(k, "[native: mapping not loaded yet]");
 		k->neval[n] = 0;
+		k->ngroup[n] = -1;
 		k->nhide[n] = 0;
 		if (k->nloc[n])
 			n++;
@@ -422,10 +466,18 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 /* Merges native and Python frames into k->locs; returns the count. */
 static size_t merged_stack(struct sample_sink *k, size_t nn, size_t np)
 {
+	const size_t max = sizeof(k->merged) / sizeof(k->merged[0]);
 	unsigned mismatches;
-	size_t out = 0;
-	size_t n = merge_stacks(k->neval, nn, k->pyentry, np, k->merged,
-				sizeof(k->merged) / sizeof(k->merged[0]), &mismatches);
+	size_t out = 0, n;
+
+	/* Empty groups at the root hold nothing to place: the thread's base
+	 * frame (3.15+, its anchor in the thread state, no native frame's),
+	 * or an eval-loop call running no frame yet. */
+	while (k->anchored && np && !k->pyloc[np - 1])
+		np--;
+	n = k->anchored ?
+		merge_by_group(k->ngroup, nn, k->pygroup, np, k->merged, max, &mismatches) :
+		merge_stacks(k->neval, nn, k->pyentry, np, k->merged, max, &mismatches);
 
 	if (mismatches)
 		k->n.merge_errors++;
@@ -809,6 +861,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		k->n.max_depth = s->h.nframes;
 	if (s->h.flags & SAMPLE_F_READ_ERR)
 		k->n.read_errors++;
+	k->anchored = (s->h.flags & SAMPLE_F_ANCHORED) != 0;
 	nn = k->nsym ? native_frames(k, t, s, size) : 0;
 	n = merged_stack(k, nn, np);
 	if (s->h.nkframes && k->ksym)

@@ -119,6 +119,12 @@ struct sample_sink {
 	uint64_t pyloc[PYPERF_MAX_FRAMES];
 	uint64_t codes[PYPERF_MAX_FRAMES];
 	uint8_t pyentry[PYPERF_MAX_FRAMES];
+	uint32_t pygroup[PYPERF_MAX_FRAMES];	/* eval-loop group of each */
+	uint32_t group;				/* python_frames: the current one */
+	int anchored;				/* merge by anchor (SAMPLE_F_ANCHORED) */
+	int32_t ngroup[UNWIND_MAX_FRAMES + 1];	/* anchor each native frame
+						 * holds; -1: none */
+	uint64_t nsps[UNWIND_MAX_FRAMES];	/* libunwind: each frame's sp */
 	uint64_t pcs[UNWIND_MAX_FRAMES];
 	uint8_t nkind[UNWIND_MAX_FRAMES];	/* enum unwind_frame_kind */
 	uint64_t nloc[UNWIND_MAX_FRAMES];

@@ -395,7 +395,6 @@ static void layout_init(const struct ctx *c, uint32_t hex, struct py_layout *l)
 	memset(l->obj._pad, 0, sizeof(l->obj._pad));
 	l->obj.tpflag_managed_dict = 0;
 	l->obj.tpflag_inline_values = 0;
-	memset(l->walk._pad, 0, sizeof(l->walk._pad));
 	l->walk.lasti_in_code = 0;	/* derived in py_layout_choose() */
 	l->version_hex = hex;
 	l->source = c->guessed && f->guessed ? f->guessed : f->source;

@@ -209,6 +209,11 @@ static void apply_row(const struct py_row *r, struct py_layout *l)
 	l->walk.entry_kind = r->entry_kind;
 	l->walk.owner_shim = r->owner_shim;
 	l->walk.frame_tlbc_index = NO16;
+	/* struct _PyCFrame: previous follows current_frame (Include/cpython/
+	 * pystate.h at v3.11.0, after a uint8_t use_tracing, and v3.12.0). */
+	l->walk.cframe_previous = l->walk.frame_kind == PY_FRAMES_CFRAME &&
+				  l->walk.cframe_current_frame != NO16 ?
+				  l->walk.cframe_current_frame + 8 : NO16;
 }
 
 int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
