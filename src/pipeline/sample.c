@@ -222,8 +222,14 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	/* Return addresses point after the call: look up the call itself. */
 	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, &r);
 	named = r.status == NSYM_OK;
-	*is_eval = named && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
 	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
+	/* Only where no anchor tells (<=3.10, recordings made before them):
+	 * the loop's code ranges, split parts and stripped files included;
+	 * its name where those are unknown. */
+	if (t->eval.n)
+		*is_eval = in_interp && pyeval_contains(&t->eval, r.file_vaddr);
+	else
+		*is_eval = named && pyeval_name_is_loop(r.name);
 	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
 		gap = symgap_count(&k->gaps, r.path, r.build_id, named);
 	else

@@ -6,6 +6,8 @@
  */
 #include "pyversion.h"
 
+#include "pyeval.h"
+
 #include <ctype.h>
 #include <elf.h>
 #include <stdio.h>
@@ -112,6 +114,31 @@ struct candidate {
 	int version_exact;		/* the version was read from Py_Version */
 };
 
+/* 3.6's interp_head is static: stripped, it has no symbol. The exported
+ * PyInterpreterState_Head() only returns it (Python/pystate.c at v3.6.15),
+ * compiled to `mov interp_head(%rip),%rax; ret` (with endbr64 first in
+ * CET builds): its address is read off those bytes, and only off exactly
+ * those. 0, or -1 if the code has another shape. */
+static int interp_head_from_code(struct elf_file *ef, uint64_t *vaddr)
+{
+	static const uint8_t endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	uint8_t b[12];
+	uint64_t fn, off;
+	int32_t rel;
+	size_t at = 0;
+
+	if (elf_file_symbol(ef, "PyInterpreterState_Head", &fn, NULL) ||
+	    elf_file_vaddr_to_offset(ef, fn, &off) || elf_file_read(ef, off, b, sizeof(b)))
+		return -1;
+	if (!memcmp(b, endbr64, sizeof(endbr64)))
+		at = sizeof(endbr64);
+	if (b[at] != 0x48 || b[at + 1] != 0x8b || b[at + 2] != 0x05 || b[at + 7] != 0xc3)
+		return -1;
+	memcpy(&rel, b + at + 3, sizeof(rel));
+	*vaddr = fn + at + 7 + (uint64_t)(int64_t)rel;
+	return 0;
+}
+
 /* Does this mapped file hold a CPython runtime? Opened through the object
  * layer: the unwinder and the symbolizer use the same entry later. */
 static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
@@ -128,7 +155,8 @@ static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
 	c->bias = m->start - base;
 	if (elf_file_symbol(c->ef, "_PyRuntime", &c->runtime_vaddr, NULL))
 		c->runtime_vaddr = 0;
-	if (elf_file_symbol(c->ef, "interp_head", &c->interp_head_vaddr, NULL))
+	if (elf_file_symbol(c->ef, "interp_head", &c->interp_head_vaddr, NULL) &&
+	    interp_head_from_code(c->ef, &c->interp_head_vaddr))
 		c->interp_head_vaddr = 0;
 	if (elf_file_symbol(c->ef, "Py_Version", &c->py_version_vaddr, NULL))
 		c->py_version_vaddr = 0;
@@ -285,6 +313,10 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	}
 	t->runtime_addr = c.runtime_vaddr ? c.runtime_vaddr + c.bias : 0;
 	fill_bpf_config(t, &c);
+	/* No eval-loop anchor before 3.11: the merge finds the loop by its
+	 * code's address instead (pyeval.h). */
+	if (t->layout.walk.entry_kind == PY_ENTRY_EVERY)
+		pyeval_of_target(t, &t->eval);
 	ret = 0;
 out:
 	proc_maps_free(&maps);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pyeval.h"
 #include "pyoffsets.h"
 #include "target_src.h"
 
@@ -25,6 +26,8 @@ struct py_target {
 	char comm[16];
 	char cmdline[96];		/* truncated: labels stay low-cardinality */
 	char container_id[16];		/* "" outside containers */
+	struct pyeval_ranges eval;	/* <=3.10: where its eval loop lies in
+					 * module (no anchor to merge by) */
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in
