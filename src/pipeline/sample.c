@@ -225,7 +225,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	*is_eval = named && strcmp(r.name, "_PyEval_EvalFrameDefault") == 0;
 	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
 	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
-		gap = symgap_count(&k->gaps, r.path, r.build_id, named);
+		gap = symgap_count(&k->gaps, &t->root, r.path, r.build_id, named);
 	else
 		memo->prof = 0;		/* may resolve after a maps re-read */
 	memo->named = (uint8_t)named;

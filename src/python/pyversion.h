@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "proc_root.h"
 #include "pyoffsets.h"
 #include "target_src.h"
 
@@ -25,6 +26,7 @@ struct py_target {
 	char comm[16];
 	char cmdline[96];		/* truncated: labels stay low-cardinality */
 	char container_id[16];		/* "" outside containers */
+	struct proc_root root;		/* the root its paths (module, maps) are in */
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in
