@@ -72,10 +72,15 @@ int symgap_hint(const struct symgap *g, size_t i, uint64_t min_frames,
 		return 0;
 	proc_root_note(&o->root, note, sizeof(note));
 	proc_root_run(&o->root, run, sizeof(run));
+	if (o->path[0] != '/')	/* the vDSO: the kernel's, in no root */
+		note[0] = run[0] = '\0';
 	if (strlen(o->build_id) > 2)
 		snprintf(where, sizeof(where), " (/usr/lib/debug/.build-id/%.2s/%s.debug%s)",
 			 o->build_id, o->build_id + 2, run[0] ? " in that root" : "");
-	if (!python_version(o->path, ver, sizeof(ver)))
+	if (strcmp(o->path, "[vdso]") == 0)
+		snprintf(buf, len, "%u%% of the native frames in [vdso] have no name: it is the running kernel's; install its debug file%s, on Debian: apt-get install linux-image-\"$(uname -r)\"-dbg",
+			 pct, where);
+	else if (!python_version(o->path, ver, sizeof(ver)))
 		snprintf(buf, len, "%u%% of the native frames in %s%s have no name: install its debug file%s, on Debian the -dbg or -dbgsym package of the package that holds it (%sdpkg -S %s)",
 			 pct, o->path, note, where, run, o->path);
 	else if (!run[0])

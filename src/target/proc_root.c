@@ -127,7 +127,7 @@ void proc_root_run(const struct proc_root *r, char *buf, size_t len)
 		shell_word(r->dir, dir, sizeof(dir));
 		snprintf(buf, len, "chroot %s ", dir);
 	} else if (r && r->kind == PROC_ROOT_NS) {
-		snprintf(buf, len, "nsenter -t %d -m -r ", r->pid);
+		snprintf(buf, len, "nsenter -t %d -m -r -w ", r->pid);
 	} else if (len) {
 		buf[0] = '\0';
 	}

@@ -47,7 +47,7 @@ size_t proc_root_strip(char *text, size_t len, const char *prefix);
 void proc_root_note(const struct proc_root *r, char *buf, size_t len);
 
 /* What runs a command in r, followed by a space: "chroot /srv/jail ",
- * "nsenter -t 42 -m -r ", or "" for our root. */
+ * "nsenter -t 42 -m -r -w ", or "" for our root. */
 void proc_root_run(const struct proc_root *r, char *buf, size_t len);
 
 /* 1 if a and b are the same root (NULL is ours). */
