@@ -11,6 +11,8 @@ long symgap_count(struct symgap *g, const struct proc_root *root, const char *pa
 
 	if (!path || !path[0])
 		return -1;
+	if (path[0] != '/')	/* the vDSO: the kernel's, in no root */
+		root = NULL;
 	/* Two containers may hold different files at one path. */
 	for (size_t i = 0; i < g->n; i++)
 		if (strcmp(g->o[i].path, path) == 0 && proc_root_same(&g->o[i].root, root)) {
@@ -72,8 +74,6 @@ int symgap_hint(const struct symgap *g, size_t i, uint64_t min_frames,
 		return 0;
 	proc_root_note(&o->root, note, sizeof(note));
 	proc_root_run(&o->root, run, sizeof(run));
-	if (o->path[0] != '/')	/* the vDSO: the kernel's, in no root */
-		note[0] = run[0] = '\0';
 	if (strlen(o->build_id) > 2)
 		snprintf(where, sizeof(where), " (/usr/lib/debug/.build-id/%.2s/%s.debug%s)",
 			 o->build_id, o->build_id + 2, run[0] ? " in that root" : "");

@@ -137,7 +137,9 @@ int proc_root_same(const struct proc_root *a, const struct proc_root *b)
 {
 	int ka = a ? a->kind : PROC_ROOT_OURS, kb = b ? b->kind : PROC_ROOT_OURS;
 
-	if (ka != kb)
+	/* One directory reached two ways (a chroot into a bind mount of it)
+	 * holds the same files. */
+	if ((ka == PROC_ROOT_OURS) != (kb == PROC_ROOT_OURS))
 		return 0;
 	return ka == PROC_ROOT_OURS || (a->dev == b->dev && a->ino == b->ino);
 }

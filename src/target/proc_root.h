@@ -50,7 +50,8 @@ void proc_root_note(const struct proc_root *r, char *buf, size_t len);
  * "nsenter -t 42 -m -r -w ", or "" for our root. */
 void proc_root_run(const struct proc_root *r, char *buf, size_t len);
 
-/* 1 if a and b are the same root (NULL is ours). */
+/* 1 if a and b are the same root directory (NULL is ours), however
+ * reached. */
 int proc_root_same(const struct proc_root *a, const struct proc_root *b);
 
 #endif

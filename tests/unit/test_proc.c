@@ -58,6 +58,8 @@ static void test_root_words(void)
 {
 	struct proc_root ours = { 0 }, dir = { .kind = PROC_ROOT_DIR, .pid = 5, .dev = 1, .ino = 9,
 						.dir = "/var/cache/it's here" };
+	struct proc_root ns = { .kind = PROC_ROOT_NS, .pid = 6, .dev = 1, .ino = 9 };
+	struct proc_root other = { .kind = PROC_ROOT_NS, .pid = 6, .dev = 1, .ino = 10 };
 	char buf[512];
 
 	proc_root_run(&ours, buf, sizeof(buf));
@@ -67,7 +69,9 @@ static void test_root_words(void)
 	proc_root_note(&dir, buf, sizeof(buf));
 	check(strcmp(buf, " (root /var/cache/it's here)") == 0, "root note: the directory");
 	check(proc_root_same(NULL, &ours) && !proc_root_same(&ours, &dir) && proc_root_same(&dir, &dir),
-	      "root same: by kind and directory identity");
+	      "root same: ours apart, a directory is itself");
+	check(proc_root_same(&dir, &ns) && !proc_root_same(&ns, &other),
+	      "root same: one directory reached two ways, by its identity");
 }
 
 static void test_container_id(void)
