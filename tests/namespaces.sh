@@ -77,6 +77,13 @@ EOS
 	else
 		echo "FAIL chroot: no chroot_work in the profile"; failed=1
 	fi
+	# Its mappings are named inside its root, as the process names them.
+	maps=$(HOME=$work "$GO" tool pprof -raw "$work/chroot.pb.gz" 2>/dev/null | sed -n '/^Mappings/,$p')
+	if echo "$maps" | grep -q " $snake " && ! echo "$maps" | grep -qF "$root/"; then
+		echo "PASS chroot: mappings name $snake, not $root$snake"
+	else
+		echo "FAIL chroot: mappings, want $snake without $root:"; echo "$maps"; failed=1
+	fi
 	wait
 fi
 exit $failed

@@ -142,12 +142,14 @@ static void say(const struct session *s, const char *fmt, ...)
 static void on_target(void *ctx, const struct py_target *t, int event)
 {
 	struct session *s = ctx;
+	char note[320];
 
 	if (event == 1) {
 		if (s->pl)	/* else added when the pipeline starts */
 			pipeline_target_add(s->pl, t);
-		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s\n", t->pid, t->comm,
-		    t->major, t->minor, t->micro, t->module);
+		proc_root_note(&t->root, note, sizeof(note));
+		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s%s\n", t->pid, t->comm,
+		    t->major, t->minor, t->micro, t->module, note);
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
 			ktables_load_pid(s->kt, t->src, t->pid, mono_ns(), 1);

@@ -231,7 +231,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	else
 		*is_eval = named && pyeval_name_is_loop(r.name);
 	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
-		gap = symgap_count(&k->gaps, r.path, r.build_id, named);
+		gap = symgap_count(&k->gaps, &t->root, r.path, r.build_id, named);
 	else
 		memo->prof = 0;		/* may resolve after a maps re-read */
 	memo->named = (uint8_t)named;

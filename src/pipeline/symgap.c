@@ -4,14 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 
-long symgap_count(struct symgap *g, const char *path, const char *build_id, int named)
+long symgap_count(struct symgap *g, const struct proc_root *root, const char *path,
+		  const char *build_id, int named)
 {
 	struct symgap_obj *o = NULL;
 
 	if (!path || !path[0])
 		return -1;
+	if (path[0] != '/')	/* the vDSO: the kernel's, in no root */
+		root = NULL;
+	/* Two containers may hold different files at one path. */
 	for (size_t i = 0; i < g->n; i++)
-		if (strcmp(g->o[i].path, path) == 0) {
+		if (strcmp(g->o[i].path, path) == 0 && proc_root_same(&g->o[i].root, root)) {
 			o = &g->o[i];
 			break;
 		}
@@ -20,6 +24,8 @@ long symgap_count(struct symgap *g, const char *path, const char *build_id, int 
 			return -1;
 		o = &g->o[g->n++];
 		snprintf(o->path, sizeof(o->path), "%s", path);
+		if (root)
+			o->root = *root;
 		if (build_id && strlen(build_id) < sizeof(o->build_id))
 			snprintf(o->build_id, sizeof(o->build_id), "%s", build_id);
 	}
@@ -56,7 +62,7 @@ int symgap_hint(const struct symgap *g, size_t i, uint64_t min_frames,
 {
 	const struct symgap_obj *o;
 	unsigned pct;
-	char ver[16], where[96] = "";
+	char ver[16], where[128] = "", note[320], run[600];
 
 	if (i >= g->n)
 		return 0;
@@ -66,14 +72,22 @@ int symgap_hint(const struct symgap *g, size_t i, uint64_t min_frames,
 	pct = (unsigned)(o->unnamed * 100 / o->frames);
 	if (pct < min_percent)
 		return 0;
+	proc_root_note(&o->root, note, sizeof(note));
+	proc_root_run(&o->root, run, sizeof(run));
 	if (strlen(o->build_id) > 2)
-		snprintf(where, sizeof(where), " (/usr/lib/debug/.build-id/%.2s/%s.debug)",
-			 o->build_id, o->build_id + 2);
-	if (python_version(o->path, ver, sizeof(ver)))
+		snprintf(where, sizeof(where), " (/usr/lib/debug/.build-id/%.2s/%s.debug%s)",
+			 o->build_id, o->build_id + 2, run[0] ? " in that root" : "");
+	if (strcmp(o->path, "[vdso]") == 0)
+		snprintf(buf, len, "%u%% of the native frames in [vdso] have no name: it is the running kernel's; install its debug file%s, on Debian: apt-get install linux-image-\"$(uname -r)\"-dbg",
+			 pct, where);
+	else if (!python_version(o->path, ver, sizeof(ver)))
+		snprintf(buf, len, "%u%% of the native frames in %s%s have no name: install its debug file%s, on Debian the -dbg or -dbgsym package of the package that holds it (%sdpkg -S %s)",
+			 pct, o->path, note, where, run, o->path);
+	else if (!run[0])
 		snprintf(buf, len, "%u%% of the native frames in %s have no name: install its debug file%s, on Debian: apt-get install python%s-dbg=\"$(dpkg-query -W -f '${Version}' python%s-minimal)\"",
 			 pct, o->path, where, ver, ver);
-	else
-		snprintf(buf, len, "%u%% of the native frames in %s have no name: install its debug file%s, on Debian the -dbg or -dbgsym package of the package that holds it (dpkg -S %s)",
-			 pct, o->path, where, o->path);
+	else	/* one command, its $(...) expanded in the target's root */
+		snprintf(buf, len, "%u%% of the native frames in %s%s have no name: install its debug file%s, on Debian: %ssh -c 'apt-get install python%s-dbg=\"$(dpkg-query -W -f \"\\${Version}\" python%s-minimal)\"'",
+			 pct, o->path, note, where, run, ver, ver);
 	return 1;
 }

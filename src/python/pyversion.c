@@ -237,15 +237,16 @@ static int choose_layout(pid_t pid, const struct candidate *c, struct py_target 
 		.read = pyversion_read,
 		.read_ctx = t,
 	};
-	char why[320];
+	char why[320], note[320];
 	int ret = py_layout_choose(&f, &t->layout, why, sizeof(why));
 
+	proc_root_note(&t->root, note, sizeof(note));
 	if (ret == PY_LAYOUT_UNSUPPORTED)
-		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s), %s", (int)pid,
-			 t->comm, t->major, t->minor, t->micro, t->module, why);
+		snprintf(err, errlen, "pid %d (%s) runs Python %u.%u.%u (%s)%s, %s", (int)pid,
+			 t->comm, t->major, t->minor, t->micro, t->module, note, why);
 	else if (ret)
-		snprintf(err, errlen, "pid %d (%s): Python %u.%u.%u in %s: %s", (int)pid, t->comm,
-			 t->major, t->minor, t->micro, t->module, why);
+		snprintf(err, errlen, "pid %d (%s): Python %u.%u.%u in %s%s: %s", (int)pid, t->comm,
+			 t->major, t->minor, t->micro, t->module, note, why);
 	return ret ? -1 : 0;
 }
 
@@ -278,6 +279,7 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 {
 	struct proc_maps maps;
 	struct candidate c = { .src = src, .oc = oc };
+	char note[320];
 	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
@@ -288,6 +290,8 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	proc_comm(src, pid, t->comm, sizeof(t->comm));
 	proc_cmdline(src, pid, t->cmdline, sizeof(t->cmdline));
 	proc_container_id(src, pid, t->container_id, sizeof(t->container_id));
+	proc_root_read(pid, &t->root);
+	proc_root_note(&t->root, note, sizeof(note));
 	if (!t->start_time || proc_maps_read(src, pid, &maps)) {
 		snprintf(err, errlen, "pid %d: no such process (or /proc/%d/maps unreadable: run as root)",
 			 (int)pid, (int)pid);
@@ -300,15 +304,15 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	}
 	snprintf(t->module, sizeof(t->module), "%s", c.map->path);
 	if (detect_version(pid, &c, t)) {
-		snprintf(err, errlen, "pid %d (%s): cannot tell the Python version of %s",
-			 (int)pid, t->comm, t->module);
+		snprintf(err, errlen, "pid %d (%s): cannot tell the Python version of %s%s",
+			 (int)pid, t->comm, t->module, note);
 		goto out;
 	}
 	if (choose_layout(pid, &c, t, err, errlen))
 		goto out;
 	if (!c.runtime_vaddr && !c.interp_head_vaddr) {
-		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s, but neither _PyRuntime nor interp_head is in its symbol tables (stripped 3.6?)",
-			 (int)pid, t->comm, t->major, t->minor, t->module);
+		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s%s, but neither _PyRuntime nor interp_head is in its symbol tables (stripped 3.6?)",
+			 (int)pid, t->comm, t->major, t->minor, t->module, note);
 		goto out;
 	}
 	t->runtime_addr = c.runtime_vaddr ? c.runtime_vaddr + c.bias : 0;

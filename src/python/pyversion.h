@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "pyeval.h"
+#include "proc_root.h"
 #include "pyoffsets.h"
 #include "target_src.h"
 
@@ -28,6 +29,7 @@ struct py_target {
 	char container_id[16];		/* "" outside containers */
 	struct pyeval_ranges eval;	/* <=3.10: where its eval loop lies in
 					 * module (no anchor to merge by) */
+	struct proc_root root;		/* the root its paths (module, maps) are in */
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in

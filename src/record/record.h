@@ -33,7 +33,10 @@
  *   TARGET  u32 pid, u64 start_time, u32 major, minor, micro, version_hex,
  *           u64 runtime_addr, interp_head_addr, gil_locked_addr,
  *           gil_holder_addr, gil_current_addr, str module, str comm,
- *           str cmdline, str container_id
+ *           str cmdline, str container_id, then (absent in recordings made
+ *           before it) the root its paths are in: u32 kind (0 ours, 1 a
+ *           directory of ours, 2 another mount namespace's), u64 dev,
+ *           u64 inode, str directory (src/target/proc_root.h)
  *   FORGET  u32 pid, u64 start_time (the target was forgotten: caches dropped)
  *   SAMPLE  the ring-buffer record, as is
  *   MEM     u32 pid, u64 addr, u64 seq, bytes (one successful read)

@@ -610,6 +610,10 @@ void record_target(struct recorder *rec, const struct py_target *t)
 	rec_put_str(&b, t->comm, sizeof(t->comm));
 	rec_put_str(&b, t->cmdline, sizeof(t->cmdline));
 	rec_put_str(&b, t->container_id, sizeof(t->container_id));
+	rec_put_u32(&b, (uint32_t)t->root.kind);
+	rec_put_u64(&b, t->root.dev);
+	rec_put_u64(&b, t->root.ino);
+	rec_put_str(&b, t->root.dir, sizeof(t->root.dir));
 	w_buf(rec, REC_TARGET, &b);
 }
 

@@ -481,6 +481,15 @@ int rec_decode_target(const struct rec_event *e, struct py_target *t)
 	rec_take_str(&c, t->comm, sizeof(t->comm));
 	rec_take_str(&c, t->cmdline, sizeof(t->cmdline));
 	rec_take_str(&c, t->container_id, sizeof(t->container_id));
+	if (c.n && !c.bad) {	/* absent in recordings older than roots */
+		t->root.kind = (int)rec_take_u32(&c);
+		t->root.pid = t->pid;
+		t->root.dev = rec_take_u64(&c);
+		t->root.ino = rec_take_u64(&c);
+		rec_take_str(&c, t->root.dir, sizeof(t->root.dir));
+		if (t->root.kind > PROC_ROOT_NS)
+			t->root.kind = PROC_ROOT_OURS;
+	}
 	return c.bad || t->pid <= 0 ? -1 : 0;
 }
 

@@ -83,7 +83,7 @@ static int rebuild_layout(struct py_target *t, char *err, size_t errlen)
 static int on_target(struct replayer *rp, const struct rec_event *e)
 {
 	struct rp_target *t = calloc(1, sizeof(*t));
-	char err[320];
+	char err[320], note[320];
 
 	if (!t)
 		return -1;
@@ -101,8 +101,10 @@ static int on_target(struct replayer *rp, const struct rec_event *e)
 			fprintf(stderr, "pyperf-pprof: replay: pid %d (%s): %s; its samples are skipped\n",
 				(int)t->t.pid, t->t.comm, err);
 	} else if (rp->verbose > 0) {
-		fprintf(stderr, "pyperf-pprof: replay: pid %d (%s): Python %u.%u.%u in %s\n",
-			(int)t->t.pid, t->t.comm, t->t.major, t->t.minor, t->t.micro, t->t.module);
+		proc_root_note(&t->t.root, note, sizeof(note));
+		fprintf(stderr, "pyperf-pprof: replay: pid %d (%s): Python %u.%u.%u in %s%s\n",
+			(int)t->t.pid, t->t.comm, t->t.major, t->t.minor, t->t.micro, t->t.module,
+			note);
 	}
 	if (rp->n == rp->cap) {
 		size_t nc = rp->cap ? rp->cap * 2 : 16;

@@ -12,12 +12,27 @@
 
 #include "elffile.h"
 #include "proc.h"
+#include "proc_root.h"
 
 static ssize_t live_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nlocal,
 			  const struct iovec *remote, unsigned long nremote)
 {
 	/* The system call itself: no libc or sanitizer wrapper in between. */
 	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
+}
+
+/* A chroot's maps name its files with our path to its root in front:
+ * name them as the target does (proc_root.h), as a container's are. */
+static void own_names(const char *path, char *text, size_t *len)
+{
+	char prefix[4096];
+	unsigned pid;
+	int n = 0;
+
+	if (sscanf(path, "/proc/%u/maps%n", &pid, &n) != 1 || path[n] != '\0')
+		return;
+	proc_root_prefix((pid_t)pid, prefix, sizeof(prefix));
+	*len = proc_root_strip(text, *len, prefix);
 }
 
 static char *live_read_file(void *ctx, const char *path, size_t max, size_t *len)
@@ -53,6 +68,7 @@ static char *live_read_file(void *ctx, const char *path, size_t max, size_t *len
 	}
 	close(fd);
 	*len = n;
+	own_names(path, buf, len);
 	return buf;
 fail:
 	if (fd >= 0)

@@ -160,11 +160,11 @@ static void test_symgap(void)
 	int r;
 
 	for (int i = 0; i < 1000; i++)
-		symgap_count(&g, "/usr/bin/python3.11", "c561f3aa7232f2bd6ac6d56bd475f1c154a00486", i % 3 == 0);
+		symgap_count(&g, NULL, "/usr/bin/python3.11", "c561f3aa7232f2bd6ac6d56bd475f1c154a00486", i % 3 == 0);
 	for (int i = 0; i < 1000; i++)
-		symgap_count(&g, "/usr/lib/x86_64-linux-gnu/libc.so.6", "", i % 50 != 0);
+		symgap_count(&g, NULL, "/usr/lib/x86_64-linux-gnu/libc.so.6", "", i % 50 != 0);
 	for (int i = 0; i < 50; i++)
-		symgap_count(&g, "/opt/x/libfoo.so", "", 0);
+		symgap_count(&g, NULL, "/opt/x/libfoo.so", "", 0);
 	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
 	check_want("stripped interpreter: hint names the package and the debug file",
 		   r == 1 && strstr(buf, "66% of the native frames in /usr/bin/python3.11") &&
@@ -182,16 +182,65 @@ static void test_symgap(void)
 		char p[32];
 
 		snprintf(p, sizeof(p), "/lib/o%d.so", i);
-		symgap_count(&g, p, "", 1);
+		symgap_count(&g, NULL, p, "", 1);
 	}
 	snprintf(buf, sizeof(buf), "%zu", g.n);
 	check_want("object table bounded", g.n == SYMGAP_OBJECTS, buf, "SYMGAP_OBJECTS");
 	g.n = 0;
 	for (int i = 0; i < 200; i++)
-		symgap_count(&g, "/usr/lib/libz.so.1", "", 0);
+		symgap_count(&g, NULL, "/usr/lib/libz.so.1", "", 0);
 	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
 	check_want("other objects: generic hint", r == 1 && strstr(buf, "dpkg -S /usr/lib/libz.so.1"),
 		   buf, "... dpkg -S /usr/lib/libz.so.1");
+}
+
+/* Objects in a chroot or a container: named inside it, the command run
+ * there, one entry per root. */
+static void test_symgap_roots(void)
+{
+	static const char libc[] = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+	struct proc_root jail = { .kind = PROC_ROOT_DIR, .pid = 7, .dev = 1, .ino = 2,
+				  .dir = "/var/cache/jail" };
+	struct proc_root ns = { .kind = PROC_ROOT_NS, .pid = 42, .dev = 3, .ino = 4 };
+	struct symgap g = { 0 };
+	char buf[1024] = "";
+	int r;
+
+	for (int i = 0; i < 200; i++) {
+		symgap_count(&g, &jail, libc, "a226e0f150be89099d375c6b865b1dba794648ae", 0);
+		symgap_count(&g, &ns, libc, "", 0);
+		symgap_count(&g, NULL, libc, "", 1);
+		symgap_count(&g, &jail, "/usr/bin/python3.14", "", 0);
+	}
+	for (int i = 0; i < 200; i++)
+		symgap_count(&g, &jail, "[vdso]", "c00c1cc96491047c8970ae5895283b58abf134c2", 0);
+	snprintf(buf, sizeof(buf), "%zu", g.n);
+	check_want("libc in three roots: three objects, five in all", g.n == 5, buf, "5");
+	r = symgap_hint(&g, 4, 100, 10, buf, sizeof(buf));
+	check_want("vDSO: the kernel's debug package, on the host, no dpkg -S",
+		   r == 1 && strstr(buf, "in [vdso] have no name: it is the running kernel's") &&
+		   strstr(buf, "/c0/0c1cc96491047c8970ae5895283b58abf134c2.debug)") &&
+		   strstr(buf, "apt-get install linux-image-\"$(uname -r)\"-dbg") &&
+		   !strstr(buf, "dpkg -S") && !strstr(buf, "chroot"),
+		   buf, "... [vdso] ... linux-image-$(uname -r)-dbg");
+	r = symgap_hint(&g, 0, 100, 10, buf, sizeof(buf));
+	check_want("chroot: path inside it, root said once, chroot dpkg -S",
+		   r == 1 && strstr(buf, "frames in /usr/lib/x86_64-linux-gnu/libc.so.6 (root /var/cache/jail) have") &&
+		   strstr(buf, "/a2/26e0f150be89099d375c6b865b1dba794648ae.debug in that root)") &&
+		   strstr(buf, "(chroot /var/cache/jail dpkg -S /usr/lib/x86_64-linux-gnu/libc.so.6)") &&
+		   !strstr(buf, "/var/cache/jail/usr"),
+		   buf, "... libc.so.6 (root /var/cache/jail) ... (chroot /var/cache/jail dpkg -S /usr/lib/...)");
+	r = symgap_hint(&g, 1, 100, 10, buf, sizeof(buf));
+	check_want("other mount namespace: nsenter into pid's root",
+		   r == 1 && strstr(buf, "libc.so.6 (root of pid 42, another mount namespace)") &&
+		   strstr(buf, "(nsenter -t 42 -m -r -w dpkg -S /usr/lib/x86_64-linux-gnu/libc.so.6)"),
+		   buf, "... (nsenter -t 42 -m -r -w dpkg -S ...)");
+	r = symgap_hint(&g, 2, 100, 10, buf, sizeof(buf));
+	check_want("our root's copy counted apart: all named, no hint", r == 0, buf, "");
+	r = symgap_hint(&g, 3, 100, 10, buf, sizeof(buf));
+	check_want("interpreter in a chroot: apt-get and dpkg-query both run there",
+		   r == 1 && strstr(buf, "on Debian: chroot /var/cache/jail sh -c 'apt-get install python3.14-dbg=\"$(dpkg-query -W -f \"\\${Version}\" python3.14-minimal)\"'"),
+		   buf, "chroot /var/cache/jail sh -c 'apt-get install python3.14-dbg=...'");
 }
 
 int main(void)
@@ -199,5 +248,6 @@ int main(void)
 	test_stacks();
 	test_rules();
 	test_symgap();
+	test_symgap_roots();
 	return check_exit();
 }

@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "proc.h"
+#include "proc_root.h"
 
 static void test_maps(void)
 {
@@ -24,6 +25,53 @@ static void test_maps(void)
 	      "maps: address lookup");
 	check(m.n == 4 && strcmp(m.v[3].path, "[stack]") == 0, "maps: last line without newline");
 	proc_maps_free(&m);
+}
+
+/* A chroot's maps, as read from outside it: its own names come back. */
+static void test_strip_root(void)
+{
+	char text[] =
+		"00400000-00452000 r-xp 00000000 fd:01 1234                       /srv/jail/usr/bin/python3.14\n"
+		"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
+		"7f0000002000-7f0000003000 r--p 00001000 08:02 99 /srv/jail/lib/x (deleted)\n"
+		"7f0000004000-7f0000005000 r--p 00000000 08:02 98 /srv/jailbird/lib/y\n"
+		"7f0000006000-7f0000007000 r--p 00000000 08:02 97 /srv/jail\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]\n"
+		"7ffd00030000-7ffd00031000 r--p 00000000 08:02 96 /srv/jail/tail";
+	const char *want =
+		"00400000-00452000 r-xp 00000000 fd:01 1234                       /usr/bin/python3.14\n"
+		"7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
+		"7f0000002000-7f0000003000 r--p 00001000 08:02 99 /lib/x (deleted)\n"
+		"7f0000004000-7f0000005000 r--p 00000000 08:02 98 /srv/jailbird/lib/y\n"
+		"7f0000006000-7f0000007000 r--p 00000000 08:02 97 /srv/jail\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]\n"
+		"7ffd00030000-7ffd00031000 r--p 00000000 08:02 96 /tail";
+	size_t n = proc_root_strip(text, strlen(text), "/srv/jail");
+
+	check(n == strlen(want) && memcmp(text, want, n) == 0,
+	      "strip root: names under the root lose it, others and [stack] stay");
+	check(proc_root_strip(text, n, "") == n && memcmp(text, want, n) == 0,
+	      "strip root: no prefix, no change");
+}
+
+static void test_root_words(void)
+{
+	struct proc_root ours = { 0 }, dir = { .kind = PROC_ROOT_DIR, .pid = 5, .dev = 1, .ino = 9,
+						.dir = "/var/cache/it's here" };
+	struct proc_root ns = { .kind = PROC_ROOT_NS, .pid = 6, .dev = 1, .ino = 9 };
+	struct proc_root other = { .kind = PROC_ROOT_NS, .pid = 6, .dev = 1, .ino = 10 };
+	char buf[512];
+
+	proc_root_run(&ours, buf, sizeof(buf));
+	check(buf[0] == '\0', "root run: nothing for our root");
+	proc_root_run(&dir, buf, sizeof(buf));
+	check(strcmp(buf, "chroot '/var/cache/it'\\''s here' ") == 0, "root run: chroot, quoted");
+	proc_root_note(&dir, buf, sizeof(buf));
+	check(strcmp(buf, " (root /var/cache/it's here)") == 0, "root note: the directory");
+	check(proc_root_same(NULL, &ours) && !proc_root_same(&ours, &dir) && proc_root_same(&dir, &dir),
+	      "root same: ours apart, a directory is itself");
+	check(proc_root_same(&dir, &ns) && !proc_root_same(&ns, &other),
+	      "root same: one directory reached two ways, by its identity");
 }
 
 static void test_container_id(void)
@@ -52,5 +100,7 @@ int main(void)
 {
 	test_maps();
 	test_container_id();
+	test_strip_root();
+	test_root_words();
 	return check_exit();
 }
