@@ -16,6 +16,7 @@
 #include "objcache.h"
 #include "proc.h"
 #include "pylayout.h"
+#include "pytramp.h"
 
 #define SCAN_MAX_BYTES (256u << 20)
 
@@ -285,6 +286,7 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	}
 	t->runtime_addr = c.runtime_vaddr ? c.runtime_vaddr + c.bias : 0;
 	fill_bpf_config(t, &c);
+	pytramp_read(c.ef, t->major, t->minor, &t->tramp);
 	ret = 0;
 out:
 	proc_maps_free(&maps);

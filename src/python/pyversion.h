@@ -8,6 +8,7 @@
 
 #include "pyoffsets.h"
 #include "target_src.h"
+#include "trampoline.h"
 
 struct objcache;
 
@@ -25,6 +26,7 @@ struct py_target {
 	char comm[16];
 	char cmdline[96];		/* truncated: labels stay low-cardinality */
 	char container_id[16];		/* "" outside containers */
+	struct tramp_shape tramp;	/* its perf trampoline template (pytramp.h) */
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in
