@@ -31,11 +31,12 @@ struct tramp_rule {
 
 /* Why a template has no rules (struct tramp_shape.status). */
 enum tramp_status {
-	TRAMP_NONE = 0,		/* no template: not looked up, or absent */
+	TRAMP_NONE = 0,		/* no template expected (not looked up) */
 	TRAMP_OK,		/* rules at every instruction boundary */
 	TRAMP_UNDECODABLE,	/* an instruction the decoder does not know */
 	TRAMP_UNTRACKED,	/* known instructions, but the CFA or the
 				 * caller's rbp is lost somewhere */
+	TRAMP_MISSING,		/* expected, but not found */
 };
 
 /* A template and its rule at each instruction boundary (ret included). */

@@ -19,12 +19,13 @@ struct elf_file;
  * CPython major.minor into *out: the bytes from _Py_trampoline_func_start
  * to _Py_trampoline_func_end (.dynsym or .symtab) and their rules
  * (tramp_shape_derive). out->status says what was found: TRAMP_NONE for
- * versions without trampolines or files without the symbols. 0 if
- * TRAMP_OK, else -1.
+ * versions without trampolines, TRAMP_MISSING for a 3.12+ file without
+ * the symbols. 0 if TRAMP_OK, else -1.
  */
 int pytramp_read(struct elf_file *ef, unsigned major, unsigned minor, struct tramp_shape *out);
 
-/* "ok", "none", "undecodable" or "untracked": out->status for messages. */
+/* "ok", "none", "undecodable", "untracked" or "missing ...": sh->status
+ * for messages. */
 const char *pytramp_status_name(const struct tramp_shape *sh);
 
 #endif

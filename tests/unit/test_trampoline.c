@@ -6,11 +6,16 @@
  * mov %rsp,%rbp; call *%rcx; pop %rbp; ret, each with and without
  * endbr64), shapes no CPython has shipped (nops, other registers, stack
  * alignment), the refusals (never a guess), matching an ip against copies,
- * and the table of a whole arena at the strides CPython copies with.
+ * and the table of a whole arena at the strides CPython copies with; then
+ * src/python/pytramp.c on the interpreters of this machine (pyenv's 3.11
+ * to 3.13, Debian sid's 3.14 and 3.15 in the chroot $SID_ROOT, which must
+ * exist).
  *
  * One "ok ..." / "FAIL ..." line per check; exits 1 if any check failed.
  */
 #include "check.h"
+#include "elffile.h"
+#include "pytramp.h"
 #include "trampoline.h"
 #include "unwind_table.h"
 
@@ -291,6 +296,53 @@ static void test_table(void)
 	}
 }
 
+/* The template of each interpreter file: its shape, or none before 3.12. */
+static void test_interpreters(void)
+{
+	const char *sid = getenv("SID_ROOT") ? getenv("SID_ROOT") : "/var/cache/pyperf-sid-try";
+	static const struct {
+		int sid;
+		const char *path;
+		unsigned minor;
+		int shape;	/* index in shapes[], -1: none expected */
+	} files[] = {
+		{ 0, "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0", 11, -1 },
+		{ 0, "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0", 12, 0 },
+		{ 0, "/root/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0", 13, 0 },
+		{ 1, "/usr/bin/python3.14", 14, 2 },
+		{ 1, "/usr/bin/python3.15", 15, 2 },
+	};
+	char path[512];
+
+	for (size_t i = 0; i < N(files); i++) {
+		struct tramp_shape sh;
+		struct elf_file *ef;
+		int r, ok;
+
+		snprintf(path, sizeof(path), "%s%s", files[i].sid ? sid : "", files[i].path);
+		ef = elf_file_open(path);
+		if (!ef) {
+			if (files[i].sid)
+				check(0, "%s: present (the Debian sid chroot SID_ROOT=%s)", path, sid);
+			else
+				check_skip("%s: not present", path);
+			continue;
+		}
+		r = pytramp_read(ef, 3, files[i].minor, &sh);
+		if (files[i].shape < 0) {
+			ok = r == -1 && sh.status == TRAMP_NONE;
+		} else {
+			const struct shape_case *c = &shapes[files[i].shape];
+
+			ok = r == 0 && sh.status == TRAMP_OK && sh.len == c->len &&
+			     memcmp(sh.code, c->code, c->len) == 0 && sh.nrows == c->nw;
+		}
+		check(ok, "%s: template %s, %u bytes (want %s)", path, pytramp_status_name(&sh),
+		      sh.len, files[i].shape < 0 ? "none" : shapes[files[i].shape].what);
+		elf_file_close(ef);
+	}
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -298,5 +350,6 @@ int main(void)
 	test_refuse();
 	test_match();
 	test_table();
+	test_interpreters();
 	return check_exit();
 }
