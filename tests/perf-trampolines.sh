@@ -27,8 +27,8 @@ failed=0 ran=0
 
 # run NAME [VAR=VALUE...] PYTHON [OPTIONS...]: $script under that command,
 # profiled with --unwind $unwind; $troot: the target's root (its perf map
-# is there); $loose: the merge is not checked (see the sid cases)
-script=$TOP_SRCDIR/tests/workloads/deep.py troot= loose=0
+# is there)
+script=$TOP_SRCDIR/tests/workloads/deep.py troot=
 run() {
 	name="$1 --unwind $unwind"
 	shift
@@ -44,10 +44,9 @@ run() {
 	kill $pid; wait $pid 2>/dev/null
 	rm -f "$troot/tmp/perf-$pid.map" "$troot/tmp/jit-$pid.dump"; pid=
 	cat "$work/err"
-	if "$PYTHON3" - "$work/p.txt" "$work/err" $depth $loose <<'PYEOF'
+	if "$PYTHON3" - "$work/p.txt" "$work/err" $depth <<'PYEOF'
 import re, sys
 stacks, err, depth = sys.argv[1], open(sys.argv[2]).read(), int(sys.argv[3])
-loose = sys.argv[4] == "1"
 m = re.search(r"native: (\d+) stacks unwound, (\d+) stopped early, \d+ stack copies failed, "
               r"(\d+) merge mismatches, .*?(\d+) perf trampoline frames hidden", err)
 if not m:
@@ -71,13 +70,11 @@ print("%d samples: %d stopped early, %d merge mismatches, %d trampolines hidden;
 errors = []
 if n < 200 or total < 200:
     errors.append("too few samples (%d)" % total)
-if early > 0.02 * n:
-    errors.append("native stacks unwound in under 98% of samples")
-if mism > 0.02 * n and not loose:
-    errors.append("native stacks merged in under 98% of samples")
+if early > 0.02 * n or mism > 0.02 * n:
+    errors.append("native stacks unwound and merged in under 98% of samples")
 if hidden < n * depth:
     errors.append("trampolines were not crossed in every sample (%d hidden)" % hidden)
-if good < 0.9 * total and not loose:
+if good < 0.9 * total:
     errors.append("only %d of %d samples have the exact Python stack" % (good, total))
 if bad > 0.01 * total:
     errors.append("%d samples show placeholder or anonymous frames" % bad)
@@ -107,10 +104,7 @@ for unwind in user kernel; do
 		echo "SKIP 3.13: $root/3.13.0/bin/python3.13 not present"
 	fi
 	# Debian's own builds (GCC 16, PGO + LTO, stripped, CET), the template
-	# in .rodata. Their merge waits for the merge by stack address (issue
-	# 22, item 1: the eval loop's bulk is a local .cold symbol stripping
-	# removes): until then only the unwind, the trampolines and the
-	# frames are checked here.
+	# in .rodata.
 	if [ ! -x "$SID_ROOT/usr/bin/python3.14" ] || [ ! -x "$SID_ROOT/usr/bin/python3.15" ]; then
 		echo "FAIL sid: no python3.14 and python3.15 in the Debian sid chroot $SID_ROOT"
 		failed=1
@@ -118,13 +112,13 @@ for unwind in user kernel; do
 	fi
 	mkdir -p "$sidwork"
 	cp "$TOP_SRCDIR/tests/workloads/deep.py" "$sidwork/"
-	script=/tmp/$(basename "$work")/deep.py troot=$SID_ROOT loose=1
+	script=/tmp/$(basename "$work")/deep.py troot=$SID_ROOT
 	for py in 3.14 3.15; do
 		ran=$((ran + 2))
 		run "sid $py -X perf" chroot "$SID_ROOT" python$py -X perf
 		run "sid $py -X perf_jit" chroot "$SID_ROOT" python$py -X perf_jit
 	done
-	script=$TOP_SRCDIR/tests/workloads/deep.py troot= loose=0
+	script=$TOP_SRCDIR/tests/workloads/deep.py troot=
 done
 [ $ran = 0 ] && { echo "SKIP: no CPython 3.12 or 3.13 present"; exit 77; }
 exit $failed
