@@ -6,25 +6,34 @@
 # runs twice: libunwind over a stack copy (--unwind user), and the BPF
 # unwinder (--unwind kernel), whose tables for the trampolines' anonymous
 # memory are synthesised from its code (src/live/ktables.c).
+# Issue 22, item 2: the rules come from the target's own template
+# (_Py_trampoline_func_start..end), whatever its shape: also -X perf_jit
+# (3.13+, same arena, chunks padded for its jitdump's unwind data) and
+# Debian sid's 3.14/3.15 (endbr64; push %rbp; mov %rsp,%rbp; call *%rcx;
+# pop %rbp; ret), run in the sid chroot $SID_ROOT, which must exist.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${PYTHON3:=/usr/bin/python3}"
+: "${SID_ROOT:=/var/cache/pyperf-sid-try}"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
 work=$(mktemp -d /tmp/pyperf-tramp.XXXXXX)
 pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+sidwork=$SID_ROOT/tmp/$(basename "$work")
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work" "$sidwork"' EXIT
 root=${PYENV_ROOT:-/root/.pyenv}/versions
 depth=30
 failed=0 ran=0
 
-# run NAME [VAR=VALUE...] PYTHON [OPTIONS...]: deep.py under that command,
-# profiled with --unwind $unwind
+# run NAME [VAR=VALUE...] PYTHON [OPTIONS...]: $script under that command,
+# profiled with --unwind $unwind; $troot: the target's root (its perf map
+# is there)
+script=$TOP_SRCDIR/tests/workloads/deep.py troot=
 run() {
 	name="$1 --unwind $unwind"
 	shift
 	rm -f "$work/ready"
-	env "$@" "$TOP_SRCDIR/tests/workloads/deep.py" 30 $depth > "$work/ready" &
+	env "$@" "$script" 30 $depth > "$work/ready" &
 	pid=$!
 	i=0
 	until grep -q ready "$work/ready" 2>/dev/null; do
@@ -33,7 +42,7 @@ run() {
 	"$PYPERF" --pid $pid -d 3000 --unwind $unwind --format collapsed -o "$work/p.txt" \
 		2> "$work/err"
 	kill $pid; wait $pid 2>/dev/null
-	rm -f "/tmp/perf-$pid.map"; pid=
+	rm -f "$troot/tmp/perf-$pid.map" "$troot/tmp/jit-$pid.dump"; pid=
 	cat "$work/err"
 	if "$PYTHON3" - "$work/p.txt" "$work/err" $depth <<'PYEOF'
 import re, sys
@@ -88,11 +97,28 @@ for unwind in user kernel; do
 		echo "SKIP 3.12: $root/3.12.1/bin/python3.12 not present"
 	fi
 	if [ -x "$root/3.13.0/bin/python3.13" ]; then
-		ran=$((ran + 1))
+		ran=$((ran + 2))
 		run "3.13 PYTHONPERFSUPPORT=1" PYTHONPERFSUPPORT=1 "$root/3.13.0/bin/python3.13"
+		run "3.13 -X perf_jit" "$root/3.13.0/bin/python3.13" -X perf_jit
 	else
 		echo "SKIP 3.13: $root/3.13.0/bin/python3.13 not present"
 	fi
+	# Debian's own builds (GCC 16, PGO + LTO, stripped, CET), the template
+	# in .rodata.
+	if [ ! -x "$SID_ROOT/usr/bin/python3.14" ] || [ ! -x "$SID_ROOT/usr/bin/python3.15" ]; then
+		echo "FAIL sid: no python3.14 and python3.15 in the Debian sid chroot $SID_ROOT"
+		failed=1
+		continue
+	fi
+	mkdir -p "$sidwork"
+	cp "$TOP_SRCDIR/tests/workloads/deep.py" "$sidwork/"
+	script=/tmp/$(basename "$work")/deep.py troot=$SID_ROOT
+	for py in 3.14 3.15; do
+		ran=$((ran + 2))
+		run "sid $py -X perf" chroot "$SID_ROOT" python$py -X perf
+		run "sid $py -X perf_jit" chroot "$SID_ROOT" python$py -X perf_jit
+	done
+	script=$TOP_SRCDIR/tests/workloads/deep.py troot=
 done
 [ $ran = 0 ] && { echo "SKIP: no CPython 3.12 or 3.13 present"; exit 77; }
 exit $failed

@@ -251,12 +251,13 @@ static uint32_t add_object(struct ktables *kt, struct elf_file *ef, const struct
 }
 
 /* An anonymous executable mapping: JIT code, which unwinds by frame
- * pointers (object 0), unless it holds CPython's perf trampolines (no
- * frame pointer there: sub $8,%rsp; call; add; ret), whose rows are
- * synthesised from the code. CPython fills a trampoline arena before it
- * makes it executable, so what is read here stays valid. */
+ * pointers (object 0), unless it holds copies of the target's perf
+ * trampoline template (tramp; some shapes keep no frame pointer), whose
+ * rows are synthesised from the template's rules. CPython fills a
+ * trampoline arena before it makes it executable, so what is read here
+ * stays valid. */
 static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pid_t pid,
-			    const struct proc_map *m)
+			    const struct tramp_shape *tramp, const struct proc_map *m)
 {
 	struct kt_obj key = { .dev = (uint64_t)pid, .ino = KT_ANON_INO,
 			      .size = m->end - m->start, .mtime_ns = (int64_t)m->start };
@@ -266,6 +267,12 @@ static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pi
 
 	if (key.size > KT_ANON_MAX)
 		return 0;
+	if (!tramp || tramp->status != TRAMP_OK) {
+		/* 3.11 and older have none; 3.12+ without one: say so */
+		if (tramp && tramp->status != TRAMP_NONE)
+			kt->st.anon_no_template++;
+		return 0;
+	}
 	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++) {
 		const struct kt_obj *o = &kt->obj[i];
 
@@ -277,7 +284,7 @@ static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pi
 	if (!code)
 		return 0;
 	if (target_read(src, pid, m->start, code, key.size) ||
-	    tramp_build_table(code, key.size, kt->max_rows, &t)) {
+	    tramp_build_table(tramp, code, key.size, kt->max_rows, &t)) {
 		free(code);
 		return 0;
 	}
@@ -295,7 +302,7 @@ static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pi
 
 /* The object behind an executable mapping (loading it if new), 0 if none. */
 static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_t pid,
-			  const struct proc_map *m)
+			  const struct tramp_shape *tramp, const struct proc_map *m)
 {
 	struct kt_obj key = { 0 };
 	char path[PATH_MAX + 64];
@@ -306,8 +313,11 @@ static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_
 		key.ino = KT_VDSO_INO;
 		key.size = m->end - m->start;
 	} else {
+		/* "[anon:NAME]": named by prctl (CPython 3.15 names its
+		 * arena "cpython:perf_trampoline" in -X dev mode) */
 		if (m->path[0] != '/')
-			return m->path[0] ? 0 : anon_object(kt, src, pid, m);
+			return m->path[0] && strncmp(m->path, "[anon:", 6) ? 0 :
+			       anon_object(kt, src, pid, tramp, m);
 		target_map_file(src, pid, m, path, sizeof(path));
 		if (stat(path, &st) || !S_ISREG(st.st_mode))
 			return 0;
@@ -354,7 +364,7 @@ static struct kt_pid *pid_slot(struct ktables *kt, pid_t pid)
 /* Fills kt->proc from the process's maps. 1 if the tables were reset on
  * the way (the entries made before point to dropped objects). */
 static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid,
-		     const struct proc_maps *maps)
+		     const struct tramp_shape *tramp, const struct proc_maps *maps)
 {
 	struct py_unwind_proc *p = &kt->proc;
 	uint64_t t0 = kt->st.resets;
@@ -372,7 +382,7 @@ static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid
 			kt->st.maps_dropped++;
 			continue;
 		}
-		id = object_of(kt, src, pid, m);
+		id = object_of(kt, src, pid, tramp, m);
 		if (kt->st.resets != t0)
 			return 1;
 		um = &p->m[p->n++];
@@ -390,7 +400,7 @@ static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid
 }
 
 int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
-		     uint64_t now_ns, int force)
+		     const struct tramp_shape *tramp, uint64_t now_ns, int force)
 {
 	struct kt_pid *slot = pid_slot(kt, pid);
 	struct proc_maps maps;
@@ -405,7 +415,7 @@ int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid
 		return -1;
 	/* After a reset the process's objects are loaded first; a second
 	 * reset means they alone do not fit. */
-	reset = fill_proc(kt, src, pid, &maps) && fill_proc(kt, src, pid, &maps);
+	reset = fill_proc(kt, src, pid, tramp, &maps) && fill_proc(kt, src, pid, tramp, &maps);
 	proc_maps_free(&maps);
 	slot = pid_slot(kt, pid);	/* a reset cleared the slots */
 	slot->pid = pid;

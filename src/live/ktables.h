@@ -27,11 +27,14 @@ struct ktables_stats {
 	uint64_t build_ns;		/* time spent converting CFI */
 	uint64_t anon_tables;		/* anonymous code with rows synthesised
 					 * (CPython perf trampoline arenas) */
+	uint64_t anon_no_template;	/* anonymous code of a process whose
+					 * template is absent or refused */
 };
 
 struct ktables;
 struct objcache;
 struct target_src;
+struct tramp_shape;
 
 /* The map fds of the loaded program; max_rows is unwind_rows' size. Object
  * files are opened through oc, the session's native object layer, so the
@@ -41,11 +44,13 @@ struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, int pages_fd
 void ktables_free(struct ktables *kt);
 
 /* Loads the tables of every executable mapping of pid (its maps, memory
- * and files read through src) and writes its mapping list. now_ns:
+ * and files read through src) and writes its mapping list; anonymous
+ * code holding copies of tramp (the target's perf trampoline template,
+ * NULL: none) gets rows synthesised from its rules. now_ns:
  * CLOCK_MONOTONIC, for the reload throttle; force ignores it. 0 on
  * success. */
 int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
-		     uint64_t now_ns, int force);
+		     const struct tramp_shape *tramp, uint64_t now_ns, int force);
 
 /* The process is gone: deletes its mappings. */
 void ktables_forget_pid(struct ktables *kt, pid_t pid);

@@ -31,6 +31,7 @@
 #include "targets.h"
 #include "record.h"
 #include "bpfcheck.h"
+#include "pytramp.h"
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
@@ -124,7 +125,7 @@ static void on_native_miss(void *ctx, int pid)
 	const struct py_target *t = s->kt ? targets_find(&s->ts, pid) : NULL;
 
 	if (t)
-		ktables_load_pid(s->kt, t->src, pid, mono_ns(), 0);
+		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), 0);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -150,9 +151,12 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		proc_root_note(&t->root, note, sizeof(note));
 		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s%s\n", t->pid, t->comm,
 		    t->major, t->minor, t->micro, t->module, note);
+		if (s->cfg->verbose && t->tramp.status != TRAMP_NONE)
+			fprintf(stderr, "pyperf-pprof: pid %d: perf trampoline template: %s, %u bytes, %u rules\n",
+				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
-			ktables_load_pid(s->kt, t->src, t->pid, mono_ns(), 1);
+			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), 1);
 		return;
 	}
 	if (event == 0) {
@@ -200,7 +204,8 @@ static int load_tables(struct session *s)
 		return -1;
 	}
 	for (size_t i = 0; i < s->ts.n; i++)
-		ktables_load_pid(s->kt, s->ts.v[i]->src, s->ts.v[i]->pid, mono_ns(), 1);
+		ktables_load_pid(s->kt, s->ts.v[i]->src, s->ts.v[i]->pid, &s->ts.v[i]->tramp,
+				 mono_ns(), 1);
 	return 0;
 }
 

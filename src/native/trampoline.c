@@ -1,4 +1,4 @@
-/* The known trampoline shapes; see trampoline.h. */
+/* Rules from a template's bytes, and its copies; see trampoline.h. */
 #include "trampoline.h"
 
 #include "unwind_table.h"
@@ -6,72 +6,297 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROWS_MAX	6
-
-/* One row per instruction boundary: where ip may be, and the rule there. */
-struct tramp_row {
-	uint8_t at;		/* bytes from the shape's start */
-	struct tramp_rule rule;
+/* What is known at an instruction boundary. CFA is the caller's rsp. */
+struct tr_state {
+	int rsp_ok;		/* rsp = CFA - rsp (known) */
+	int rsp;
+	int fp_ok;		/* rbp = CFA - fp: a frame pointer */
+	int fp;
+	int rbp_caller;		/* rbp still holds the caller's value */
+	int rbp_saved;		/* caller's rbp at CFA + rbp_saved; 0: not */
 };
 
-struct tramp_shape {
-	const char *what;
+/* One decoded instruction: how it moves the state. */
+enum tr_op {
+	OP_NOP, OP_PUSH, OP_POP, OP_PUSH_RBP, OP_POP_RBP, OP_MOV_RSP_RBP, OP_MOV_RBP_RSP,
+	OP_LEAVE, OP_SUB_RSP, OP_ADD_RSP, OP_AND_RSP, OP_CALL_REG, OP_RET,
+};
+
+struct tr_insn {
+	enum tr_op op;
 	uint8_t len;
-	uint8_t bytes[TRAMP_BEFORE];
-	uint8_t nrows;
-	struct tramp_row row[ROWS_MAX];
+	int32_t imm;
 };
 
-/* CPython's Python/asm_trampoline.S for x86_64 (3.12, 3.13, 3.14):
- * sub $8,%rsp; call *%rcx; add $8,%rsp; ret, with endbr64 first in CET
- * builds. It keeps rbp and every callee-saved register as they are. */
-static const struct tramp_shape shapes[] = {
-	{ "CPython perf trampoline", 11,
-	  { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3 }, 4,
-	  { { 0, { 8, 0 } }, { 4, { 16, 0 } }, { 6, { 16, 0 } }, { 10, { 8, 0 } } } },
-	{ "CPython perf trampoline (CET)", 15,
-	  { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4,
-	    0x08, 0xc3 }, 5,
-	  { { 0, { 8, 0 } }, { 4, { 8, 0 } }, { 8, { 16, 0 } }, { 10, { 16, 0 } },
-	    { 14, { 8, 0 } } } },
-};
-
-/* tramp_match, and *to_end: bytes from ip to the end of the shape. */
-static int match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rule *rule,
-		 size_t *to_end)
+static int32_t imm32(const uint8_t *p)
 {
-	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
-		const struct tramp_shape *sh = &shapes[s];
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
 
-		for (unsigned r = 0; r < sh->nrows; r++) {
-			const uint8_t *start = code + TRAMP_BEFORE - sh->row[r].at;
+/* The length of a ModRM operand (modrm byte included) at p, n bytes left;
+ * 0 if it does not fit. */
+static size_t modrm_len(const uint8_t *p, size_t n)
+{
+	unsigned mod = p[0] >> 6, rm = p[0] & 7;
+	size_t len = 1;
 
-			if (memcmp(start, sh->bytes, sh->len) == 0) {
-				*rule = sh->row[r].rule;
-				*to_end = sh->len - sh->row[r].at;
-				return 1;
-			}
+	if (mod != 3 && rm == 4) {
+		if (n < 2)
+			return 0;
+		if (mod == 0 && (p[1] & 7) == 5)
+			len += 4;
+		len++;
+	}
+	if (mod == 1)
+		len += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		len += 4;
+	return len <= n ? len : 0;
+}
+
+/* Nops: 90, 66 90, and 0f 1f /0 with any 66/2e prefixes (what assemblers
+ * and compilers pad with). */
+static int decode_nop(const uint8_t *p, size_t n, struct tr_insn *in)
+{
+	size_t k = 0, m;
+
+	while (k < n && k < 14 && (p[k] == 0x66 || p[k] == 0x2e))
+		k++;
+	if (k < n && p[k] == 0x90 && k <= 1 && (k == 0 || p[0] == 0x66)) {
+		*in = (struct tr_insn){ OP_NOP, (uint8_t)(k + 1), 0 };
+		return 0;
+	}
+	if (k + 2 < n && p[k] == 0x0f && p[k + 1] == 0x1f && ((p[k + 2] >> 3) & 7) == 0) {
+		m = modrm_len(p + k + 2, n - k - 2);
+		if (m) {
+			*in = (struct tr_insn){ OP_NOP, (uint8_t)(k + 2 + m), 0 };
+			return 0;
 		}
 	}
+	return -1;
+}
+
+/* REX.W forms: mov between rsp and rbp, sub/add/and of an immediate. */
+static int decode_rexw(const uint8_t *p, size_t n, struct tr_insn *in)
+{
+	static const struct { uint8_t op, modrm; enum tr_op what; } movs[] = {
+		{ 0x89, 0xe5, OP_MOV_RSP_RBP }, { 0x8b, 0xec, OP_MOV_RSP_RBP },
+		{ 0x89, 0xec, OP_MOV_RBP_RSP }, { 0x8b, 0xe5, OP_MOV_RBP_RSP },
+	};
+	enum tr_op what;
+
+	if (n < 3)
+		return -1;
+	for (size_t i = 0; i < sizeof(movs) / sizeof(movs[0]); i++) {
+		if (p[1] == movs[i].op && p[2] == movs[i].modrm) {
+			*in = (struct tr_insn){ movs[i].what, 3, 0 };
+			return 0;
+		}
+	}
+	if (p[2] == 0xec)
+		what = OP_SUB_RSP;
+	else if (p[2] == 0xc4)
+		what = OP_ADD_RSP;
+	else if (p[2] == 0xe4)
+		what = OP_AND_RSP;
+	else
+		return -1;
+	if (p[1] == 0x83 && n >= 4)
+		*in = (struct tr_insn){ what, 4, (int8_t)p[3] };
+	else if (p[1] == 0x81 && n >= 7)
+		*in = (struct tr_insn){ what, 7, imm32(p + 3) };
+	else
+		return -1;
 	return 0;
 }
 
-int tramp_match(const uint8_t code[TRAMP_BEFORE + TRAMP_AFTER], struct tramp_rule *rule)
+/* One instruction at p (n bytes left); -1 if not one of the few known. */
+static int decode(const uint8_t *p, size_t n, struct tr_insn *in)
 {
-	size_t to_end;
+	unsigned rex_b = n > 1 && p[0] == 0x41;
+	const uint8_t *q = p + rex_b;
 
-	return match(code, rule, &to_end);
+	if (n >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa) {
+		*in = (struct tr_insn){ OP_NOP, 4, 0 };	/* endbr64 */
+		return 0;
+	}
+	if (decode_nop(p, n, in) == 0)
+		return 0;
+	if (p[0] == 0x48)
+		return decode_rexw(p, n, in);
+	if (*q >= 0x50 && *q <= 0x5f) {
+		int pop = *q >= 0x58, rbp = !rex_b && (*q & 7) == 5;
+
+		*in = (struct tr_insn){ pop ? (rbp ? OP_POP_RBP : OP_POP)
+					    : (rbp ? OP_PUSH_RBP : OP_PUSH), (uint8_t)(1 + rex_b), 0 };
+		return 0;
+	}
+	/* call *%reg; not *%rsp (ff d4), which no template would do */
+	if (n > rex_b + 1u && q[0] == 0xff && (q[1] & 0xf8) == 0xd0 && (rex_b || q[1] != 0xd4)) {
+		*in = (struct tr_insn){ OP_CALL_REG, (uint8_t)(2 + rex_b), 0 };
+		return 0;
+	}
+	if (rex_b)
+		return -1;
+	if (p[0] == 0xc9) {
+		*in = (struct tr_insn){ OP_LEAVE, 1, 0 };
+		return 0;
+	}
+	if (p[0] == 0xc3) {
+		*in = (struct tr_insn){ OP_RET, 1, 0 };
+		return 0;
+	}
+	return -1;
 }
 
-/* The TRAMP_BEFORE + TRAMP_AFTER bytes around off, zero outside code. */
-static void window(const uint8_t *code, size_t len, size_t off,
-		   uint8_t w[TRAMP_BEFORE + TRAMP_AFTER])
+/* rsp moves by d bytes (d > 0: pushed); the return address must stay. */
+static int move_rsp(struct tr_state *s, int64_t d)
 {
-	size_t lo = off >= TRAMP_BEFORE ? off - TRAMP_BEFORE : 0;
-	size_t hi = len - off > TRAMP_AFTER ? off + TRAMP_AFTER : len;
+	if (!s->rsp_ok)
+		return 0;
+	if (s->rsp + d < 8 || s->rsp + d > 255)
+		return -1;
+	s->rsp += (int)d;
+	return 0;
+}
 
-	memset(w, 0, TRAMP_BEFORE + TRAMP_AFTER);
-	memcpy(w + (lo + TRAMP_BEFORE - off), code + lo, hi - lo);
+static int pop_rbp(struct tr_state *s)
+{
+	if (!s->rsp_ok)
+		return -1;
+	if (s->rbp_saved && s->rbp_saved == -s->rsp) {
+		*s = (struct tr_state){ .rsp_ok = 1, .rsp = s->rsp, .rbp_caller = 1 };
+	} else if (s->rbp_saved) {
+		s->rbp_caller = 0;	/* another value; the saved one stays */
+		s->fp_ok = 0;
+	} else {
+		return -1;		/* the caller's rbp would be lost */
+	}
+	return move_rsp(s, -8);
+}
+
+/* Applies one instruction; -1 if the state is lost. */
+static int step(struct tr_state *s, const struct tr_insn *in)
+{
+	switch (in->op) {
+	case OP_NOP:
+	case OP_CALL_REG:	/* the callee returns rsp and rbp as they were */
+		return 0;
+	case OP_PUSH:
+		return move_rsp(s, 8);
+	case OP_POP:
+		return move_rsp(s, -8);
+	case OP_PUSH_RBP:
+		if (move_rsp(s, 8))
+			return -1;
+		if (s->rbp_caller && !s->rbp_saved) {
+			if (!s->rsp_ok)
+				return -1;
+			s->rbp_saved = -s->rsp;
+		}
+		return 0;
+	case OP_POP_RBP:
+		return pop_rbp(s);
+	case OP_MOV_RSP_RBP:
+		if (!s->rsp_ok || (s->rbp_caller && !s->rbp_saved))
+			return -1;
+		s->fp_ok = 1;
+		s->fp = s->rsp;
+		s->rbp_caller = 0;
+		return 0;
+	case OP_MOV_RBP_RSP:
+	case OP_LEAVE:
+		if (!s->fp_ok)
+			return -1;
+		s->rsp_ok = 1;
+		s->rsp = s->fp;
+		return in->op == OP_LEAVE ? pop_rbp(s) : 0;
+	case OP_SUB_RSP:
+		return move_rsp(s, in->imm);
+	case OP_ADD_RSP:
+		return move_rsp(s, -(int64_t)in->imm);
+	case OP_AND_RSP:
+		s->rsp_ok = 0;		/* aligned: only a frame pointer tells */
+		return s->fp_ok ? 0 : -1;
+	case OP_RET:
+		return s->rsp_ok && s->rsp == 8 && s->rbp_caller ? 0 : -1;
+	}
+	return -1;
+}
+
+/* The rule at a boundary in state s; -1 if it cannot be written as one. */
+static int rule_of(const struct tr_state *s, struct tramp_rule *r)
+{
+	if (s->rsp_ok) {
+		r->base = TRAMP_CFA_RSP;
+		r->cfa = (uint8_t)s->rsp;
+	} else if (s->fp_ok && s->fp >= 0 && s->fp <= 255) {
+		r->base = TRAMP_CFA_RBP;
+		r->cfa = (uint8_t)s->fp;
+	} else {
+		return -1;
+	}
+	if (s->rbp_saved < -128)
+		return -1;
+	if (!s->rbp_saved && !s->rbp_caller)
+		return -1;
+	r->rbp = (int8_t)s->rbp_saved;
+	return 0;
+}
+
+static int refuse(struct tramp_shape *out, enum tramp_status why)
+{
+	memset(out, 0, sizeof(*out));
+	out->status = (uint8_t)why;
+	return -1;
+}
+
+int tramp_shape_derive(const uint8_t *code, size_t len, struct tramp_shape *out)
+{
+	struct tr_state s = { .rsp_ok = 1, .rsp = 8, .rbp_caller = 1 };
+	struct tr_insn in = { OP_NOP, 0, 0 };
+	size_t at = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!len || len > TRAMP_MAX_LEN)
+		return refuse(out, TRAMP_UNDECODABLE);
+	while (at < len) {
+		struct tramp_row *row = &out->row[out->nrows];
+
+		if (decode(code + at, len - at, &in))
+			return refuse(out, TRAMP_UNDECODABLE);
+		row->at = (uint8_t)at;
+		if (rule_of(&s, &row->rule) || step(&s, &in))
+			return refuse(out, TRAMP_UNTRACKED);
+		out->nrows++;
+		at += in.len;
+		if (in.op == OP_RET && at != len)
+			return refuse(out, TRAMP_UNTRACKED);	/* code after ret */
+	}
+	if (in.op != OP_RET)
+		return refuse(out, TRAMP_UNTRACKED);
+	memcpy(out->code, code, len);
+	out->len = (uint8_t)len;
+	out->status = TRAMP_OK;
+	return 0;
+}
+
+int tramp_match(const struct tramp_shape *sh, tramp_read_fn read, void *ctx, uint64_t ip,
+		struct tramp_rule *rule)
+{
+	uint8_t code[TRAMP_MAX_LEN];
+
+	if (!sh || sh->status != TRAMP_OK)
+		return 0;
+	for (unsigned r = 0; r < sh->nrows; r++) {
+		if (ip < sh->row[r].at || read(ctx, ip - sh->row[r].at, code, sh->len) ||
+		    memcmp(code, sh->code, sh->len))
+			continue;
+		*rule = sh->row[r].rule;
+		return 1;
+	}
+	return 0;
 }
 
 static int same_rule(const struct ut_row *a, const struct ut_row *b)
@@ -80,55 +305,85 @@ static int same_rule(const struct ut_row *a, const struct ut_row *b)
 	       a->rbp_off == b->rbp_off;
 }
 
+struct tr_table {
+	struct ut_table *t;
+	size_t cap, max_rows;
+};
+
 /* Appends r unless it repeats the last row's rule. */
-static int add_row(struct ut_table *t, size_t *cap, size_t max_rows, const struct ut_row *r)
+static int add_row(struct tr_table *b, const struct ut_row *r)
 {
+	struct ut_table *t = b->t;
+
 	if (t->n && same_rule(&t->rows[t->n - 1], r))
 		return 0;
-	if (t->n == max_rows)
+	if (t->n == b->max_rows)
 		return -1;
-	if (t->n == *cap) {
-		size_t c = *cap ? *cap * 2 : 256;
+	if (t->n == b->cap) {
+		size_t c = b->cap ? b->cap * 2 : 256;
 		struct ut_row *v = realloc(t->rows, c * sizeof(*v));
 
 		if (!v)
 			return -1;
 		t->rows = v;
-		*cap = c;
+		b->cap = c;
 	}
 	t->rows[t->n++] = *r;
 	return 0;
 }
 
-int tramp_build_table(const uint8_t *code, size_t len, size_t max_rows, struct ut_table *out)
+/* The rows of one copy at off; the row past it is the caller's to add. */
+static int add_copy(struct tr_table *b, const struct tramp_shape *sh, size_t off)
 {
-	uint8_t w[TRAMP_BEFORE + TRAMP_AFTER];
-	struct tramp_rule rule;
-	size_t cap = 0, to_end, shape_end = 0;
+	for (unsigned i = 0; i < sh->nrows; i++) {
+		const struct tramp_rule *ru = &sh->row[i].rule;
+		struct ut_row r = {
+			.start = off + sh->row[i].at,
+			.cfa = ru->base == TRAMP_CFA_RBP ? UT_CFA_RBP : UT_CFA_RSP,
+			.cfa_off = ru->cfa,
+			.rbp = ru->rbp ? UT_RBP_CFA : UT_RBP_SAME,
+			.rbp_off = ru->rbp,
+		};
 
-	memset(out, 0, sizeof(*out));
-	if (!max_rows)
-		max_rows = UT_MAX_ROWS;
-	for (size_t off = 0; off < len; off++) {
-		struct ut_row r = { .start = off, .cfa = UT_CFA_RSP };
-
-		window(code, len, off, w);
-		if (match(w, &rule, &to_end)) {
-			r.cfa_off = rule.cfa;
-			r.rbp = rule.rbp ? UT_RBP_CFA : UT_RBP_SAME;
-			r.rbp_off = rule.rbp;
-			shape_end = off + to_end;
-		} else if (off == shape_end && out->n) {
-			r.cfa = UT_CFA_NONE;	/* past a copy: no rule */
-		} else {
-			continue;	/* inside an instruction: the row goes on */
-		}
-		if (add_row(out, &cap, max_rows, &r)) {
-			free(out->rows);	/* not ut_table_free: no link to the
-						 * CFI parser for this file's users */
-			memset(out, 0, sizeof(*out));
+		if (add_row(b, &r))
 			return -1;
-		}
 	}
 	return 0;
+}
+
+int tramp_build_table(const struct tramp_shape *sh, const uint8_t *code, size_t len,
+		      size_t max_rows, struct ut_table *out)
+{
+	struct tr_table b = { out, 0, max_rows ? max_rows : UT_MAX_ROWS };
+	size_t off = 0, end = 0;	/* end: past the last copy, 0 if none */
+	struct ut_row none = { .cfa = UT_CFA_NONE };
+	const uint8_t *p;
+
+	memset(out, 0, sizeof(*out));
+	if (!sh || sh->status != TRAMP_OK || !sh->len)
+		return 0;
+	while (off + sh->len <= len) {
+		p = memchr(code + off, sh->code[0], len - off - sh->len + 1);
+		if (!p)
+			break;
+		off = (size_t)(p - code);
+		if (memcmp(p, sh->code, sh->len)) {
+			off++;
+			continue;
+		}
+		none.start = end;
+		if ((end && end != off && add_row(&b, &none)) || add_copy(&b, sh, off))
+			goto fail;
+		off += sh->len;
+		end = off;
+	}
+	none.start = end;
+	if (end && add_row(&b, &none))
+		goto fail;
+	return 0;
+fail:
+	free(out->rows);	/* not ut_table_free: no link to the CFI parser
+				 * for this file's users */
+	memset(out, 0, sizeof(*out));
+	return -1;
 }

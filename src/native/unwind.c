@@ -576,40 +576,39 @@ static int fp_restart(struct uw_call *c, unw_cursor_t *cur, const uint64_t *fr)
 	return 0;
 }
 
-/* Code bytes around ip, read in two parts where they cross a page: the
- * target is read a page at a time. */
-static int read_code(struct uw_call *c, uint64_t ip, uint8_t *buf)
+/* len bytes of code at addr (a tramp_read_fn), read in two parts where
+ * they cross a page: the target is read a page at a time. */
+static int read_code(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	uint64_t lo = ip - TRAMP_BEFORE, len = TRAMP_BEFORE + TRAMP_AFTER;
-	uint64_t first = UW_PAGE - (lo & (UW_PAGE - 1));
+	struct uw_call *c = ctx;
+	uint64_t first = UW_PAGE - (addr & (UW_PAGE - 1));
 
-	if (ip < TRAMP_BEFORE)
-		return -1;
 	if (first >= len)
-		return mem_read(c, lo, buf, len);
-	return mem_read(c, lo, buf, first) || mem_read(c, lo + first, buf + first, len - first);
+		return mem_read(c, addr, buf, len);
+	return mem_read(c, addr, buf, first) ||
+	       mem_read(c, addr + first, (uint8_t *)buf + first, len - first);
 }
 
-/* A frame libunwind has no CFI for, inside code whose shape is known (a
- * CPython perf trampoline): its rule gives the caller, then a fresh
- * libunwind cursor starts there. 0 if it restarted. */
+/* A frame libunwind has no CFI for, inside a copy of the target's
+ * trampoline template (in->tramp: a CPython perf trampoline): its rule
+ * gives the caller, then a fresh libunwind cursor starts there. 0 if it
+ * restarted. */
 static int tramp_restart(struct uw_call *c, unw_cursor_t *cur, const uint64_t *fr)
 {
 	uint64_t sp = fr[UNWIND_REG_RSP], cfa, ret, bp = fr[UNWIND_REG_RBP];
 	uint64_t ip = fr[UNWIND_REG_RIP];
 	struct uw_tramp *memo = &c->ps->tramp[(ip >> 2) % UW_TRAMP_MEMO];
-	uint8_t code[TRAMP_BEFORE + TRAMP_AFTER];
 	struct tramp_rule rule;
 
 	if (memo->ip == ip) {
 		rule = memo->rule;
 	} else {
-		if (read_code(c, ip, code) || !tramp_match(code, &rule))
+		if (!tramp_match(c->in->tramp, read_code, c, ip, &rule))
 			return -1;
 		memo->ip = ip;
 		memo->rule = rule;
 	}
-	cfa = sp + rule.cfa;
+	cfa = (rule.base == TRAMP_CFA_RBP ? bp : sp) + rule.cfa;
 	if (mem_read(c, cfa - 8, &ret, 8) || !is_code(c, ret))
 		return -1;
 	if (rule.rbp && mem_read(c, cfa + rule.rbp, &bp, 8))

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct target_src;
+struct tramp_shape;
 
 /* x86_64 user registers, in the order of enum pyperf_reg (bpf/pyperf.h). */
 enum unwind_reg {
@@ -49,6 +50,8 @@ struct unwind_input {
 	const uint8_t *stack;			/* copy of the user stack ... */
 	uint32_t stack_len;			/* ... this many bytes ... */
 	uint64_t stack_addr;			/* ... from this address (rsp) */
+	const struct tramp_shape *tramp;	/* the target's trampoline template
+						 * (trampoline.h), NULL: none */
 };
 
 /* Why unwind_stack() stopped. */
@@ -98,8 +101,8 @@ int unwind_stack(struct unwind_ctx *u, const struct unwind_input *in,
 /* What a frame of unwind_stack_kinds() is. */
 enum unwind_frame_kind {
 	UNWIND_FRAME_CODE = 0,		/* ordinary code */
-	UNWIND_FRAME_TRAMPOLINE,	/* a CPython perf trampoline (no CFI,
-					 * known shape, see trampoline.h): it
+	UNWIND_FRAME_TRAMPOLINE,	/* a CPython perf trampoline (no CFI, a
+					 * copy of in->tramp): it
 					 * only duplicates the Python frame its
 					 * eval-loop call runs */
 };

@@ -285,7 +285,7 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 static long user_unwind(struct sample_sink *k, const struct py_target *t,
 			const struct py_sample *s, size_t size, size_t off, int *end)
 {
-	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid };
+	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid, .tramp = &t->tramp };
 	size_t n = 0;
 
 	if (!k->unw || !s->h.stack_len || off + s->h.stack_len > size)

@@ -18,6 +18,7 @@
 #include "objcache.h"
 #include "proc.h"
 #include "pylayout.h"
+#include "pytramp.h"
 
 #define SCAN_MAX_BYTES (256u << 20)
 
@@ -321,6 +322,7 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	 * code's address instead (pyeval.h). */
 	if (t->layout.walk.entry_kind == PY_ENTRY_EVERY)
 		pyeval_of_target(t, &t->eval);
+	pytramp_read(c.ef, t->major, t->minor, &t->tramp);
 	ret = 0;
 out:
 	proc_maps_free(&maps);

@@ -10,6 +10,7 @@
 #include "proc_root.h"
 #include "pyoffsets.h"
 #include "target_src.h"
+#include "trampoline.h"
 
 struct objcache;
 
@@ -30,6 +31,7 @@ struct py_target {
 	struct pyeval_ranges eval;	/* <=3.10: where its eval loop lies in
 					 * module (no anchor to merge by) */
 	struct proc_root root;		/* the root its paths (module, maps) are in */
+	struct tramp_shape tramp;	/* its perf trampoline template (pytramp.h) */
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in

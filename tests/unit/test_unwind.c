@@ -187,16 +187,22 @@ __attribute__((noipa)) static int jit_caller(struct snap *s, uint64_t stack_end)
 	return 1;
 }
 
-/* CPython's x86_64 perf trampoline (Python/asm_trampoline.S, 3.12-3.14):
- * sub $8,%rsp; call *%rcx; add $8,%rsp; ret. No CFI, rbp untouched. */
+/* CPython's x86_64 perf trampoline templates (Python/asm_trampoline.S):
+ * 3.12/3.13 sub $8,%rsp; call *%rcx; add $8,%rsp; ret (no frame pointer),
+ * 3.14+ (Debian's CET build) endbr64; push %rbp; mov %rsp,%rbp;
+ * call *%rcx; pop %rbp; ret. No CFI either way. */
 static const uint8_t tramp_code[] = {
 	0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3,
+};
+static const uint8_t tramp14_code[] = {
+	0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3,
 };
 
 typedef void (*tramp_fn)(struct snap *s, uint64_t stack_end, uint64_t max,
 			 void (*capture)(struct snap *, uint64_t, uint64_t));
 
-__attribute__((noipa)) static int tramp_caller(struct snap *s, uint64_t stack_end)
+__attribute__((noipa)) static int tramp_caller(struct snap *s, uint64_t stack_end,
+						      const uint8_t *code, size_t len)
 {
 	void *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -205,16 +211,15 @@ __attribute__((noipa)) static int tramp_caller(struct snap *s, uint64_t stack_en
 		_exit(3);
 	/* Near the end of the page, so the code read crosses into the next
 	 * (unmapped) one only after the trampoline's last byte. */
-	memcpy((char *)mem + 4096 - 16 - sizeof(tramp_code), tramp_code, sizeof(tramp_code));
+	memcpy((char *)mem + 4096 - 16 - len, code, len);
 	if (mprotect(mem, 4096, PROT_READ | PROT_EXEC))
 		_exit(3);
-	((tramp_fn)((char *)mem + 4096 - 16 - sizeof(tramp_code)))(s, stack_end, SNAP_STACK,
-								     snap_capture);
+	((tramp_fn)((char *)mem + 4096 - 16 - len))(s, stack_end, SNAP_STACK, snap_capture);
 	wait_forever();
 	return 1;
 }
 
-/* Child mode: test_unwind --child FD c|nocfi|jit|tramp. Never returns. */
+/* Child mode: test_unwind --child FD c|nocfi|jit|tramp|tramp14. Never returns. */
 static int child_main(int fd, const char *chain)
 {
 	struct snap *s = mmap(NULL, SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -232,7 +237,9 @@ static int child_main(int fd, const char *chain)
 	else if (strcmp(chain, "jit") == 0)
 		jit_caller(s, m->end);
 	else if (strcmp(chain, "tramp") == 0)
-		tramp_caller(s, m->end);
+		tramp_caller(s, m->end, tramp_code, sizeof(tramp_code));
+	else if (strcmp(chain, "tramp14") == 0)
+		tramp_caller(s, m->end, tramp14_code, sizeof(tramp14_code));
 	else
 		chain_a(s, m->end);
 	_exit(0);
@@ -595,112 +602,55 @@ out:
 	objcache_free(ocd);
 }
 
-/* A perf trampoline is crossed by its shape, not by a frame pointer (the
- * caller keeps none), and reported as such. */
-static void test_trampoline(const char *self)
+/* A perf trampoline is crossed by the rules of the template it copies
+ * (in->tramp), not by a frame pointer, and reported as such; without the
+ * template the same stack stops at it. mode: "tramp" (3.12/3.13 shape),
+ * "tramp14" (3.14+). */
+static void test_trampoline(const char *self, const char *mode)
 {
 	static const char *const tail[] = { "tramp_caller", "main", "__libc_start_main", NULL };
 	struct unwind_opts dwarf_only = { .no_fp_fallback = 1 };
 	struct objcache *oc = objcache_new(NULL);
 	struct unwind_ctx *u = unwind_ctx_new(oc, &dwarf_only);
 	struct nsym_ctx *ns = nsym_ctx_new(oc);
+	int v14 = strcmp(mode, "tramp14") == 0;
 	uint8_t kinds[MAX_NAMES];
-	struct target t;
+	struct tramp_shape sh;
+	struct target t = { .fd = -1 };
 	struct unwind_input in;
 	struct stack st;
 
-	if (start_c_target(&t, self, "tramp")) {
-		check(0, "trampoline target started");
+	if (tramp_shape_derive(v14 ? tramp14_code : tramp_code,
+			       v14 ? sizeof(tramp14_code) : sizeof(tramp_code), &sh)) {
+		check(0, "%s: template decoded", mode);
+		goto out;
+	}
+	if (start_c_target(&t, self, mode)) {
+		check(0, "%s: trampoline target started", mode);
 		goto out;
 	}
 	snap_input(&t, &in);
 	unwind_and_name(u, ns, &in, &st);
-	print_stack("perf trampoline", &st);
+	check(st.end != UNWIND_END_OUTERMOST && unwind_get_stats(u)->frames_trampoline == 0,
+	      "%s: without the template: stops at the trampoline (end %d)", mode, st.end);
+	in.tramp = &sh;
+	unwind_and_name(u, ns, &in, &st);
+	print_stack(mode, &st);
 	check(st.n > 2 && !strcmp(st.names[1], "tramp_caller") && has_in_order(&st, tail) &&
 	      st.end == UNWIND_END_OUTERMOST,
-	      "perf trampoline: anonymous leaf, then tramp_caller ... main (end %d)", st.end);
+	      "%s: anonymous leaf, then tramp_caller ... main (end %d)", mode, st.end);
 	check(unwind_get_stats(u)->frames_trampoline == 1 && unwind_get_stats(u)->frames_fp == 0,
-	      "perf trampoline: one trampoline step, no frame-pointer step");
+	      "%s: one trampoline step, no frame-pointer step", mode);
 	memset(kinds, 0xff, sizeof(kinds));
 	st.end = unwind_stack_kinds(u, &in, st.pcs, kinds, MAX_NAMES, &st.n);
 	check(st.n > 2 && kinds[0] == UNWIND_FRAME_TRAMPOLINE && kinds[1] == UNWIND_FRAME_CODE &&
 	      kinds[st.n - 1] == UNWIND_FRAME_CODE,
-	      "perf trampoline: kinds say which frame is the trampoline");
+	      "%s: kinds say which frame is the trampoline", mode);
 out:
 	target_stop(&t);
 	unwind_ctx_free(u);
 	nsym_ctx_free(ns);
 	objcache_free(oc);
-}
-
-/* The shape table: every instruction boundary of both variants, and near
- * misses that must not match. */
-static void test_tramp_shapes(void)
-{
-	static const uint8_t cet[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	static const struct { int cet; unsigned at; uint8_t cfa; } ok[] = {
-		{ 0, 0, 8 }, { 0, 4, 16 }, { 0, 6, 16 }, { 0, 10, 8 },
-		{ 1, 0, 8 }, { 1, 4, 8 }, { 1, 8, 16 }, { 1, 10, 16 }, { 1, 14, 8 },
-	};
-	uint8_t code[TRAMP_BEFORE + TRAMP_AFTER];
-	struct tramp_rule r;
-
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		uint8_t *start = code + TRAMP_BEFORE - ok[i].at;
-
-		memset(code, 0xcc, sizeof(code));
-		if (ok[i].cet)
-			memcpy(start, cet, sizeof(cet));
-		memcpy(start + (ok[i].cet ? sizeof(cet) : 0), tramp_code, sizeof(tramp_code));
-		check(tramp_match(code, &r) == 1 && r.cfa == ok[i].cfa && r.rbp == 0,
-		      "trampoline shape%s at +%u: cfa rsp+%u", ok[i].cet ? " (CET)" : "",
-		      ok[i].at, ok[i].cfa);
-	}
-	memset(code, 0xcc, sizeof(code));
-	memcpy(code + TRAMP_BEFORE - 5, tramp_code, sizeof(tramp_code));
-	check(tramp_match(code, &r) == 0, "trampoline shape: ip inside an instruction: no match");
-	memcpy(code + TRAMP_BEFORE - 6, tramp_code, sizeof(tramp_code));
-	code[TRAMP_BEFORE - 6 + 3] = 0x10;	/* sub $16,%rsp */
-	check(tramp_match(code, &r) == 0, "trampoline shape: other code: no match");
-}
-
-/* A trampoline arena as CPython fills it (copies back to back, a partial
- * copy at the end) -> the table the BPF unwinder gets: per copy rsp+8,
- * rsp+16 from the call's sub on, rsp+8 from the add on; no rule past the
- * last whole copy; a mapping of other code: no rows. */
-static void test_tramp_table(void)
-{
-	uint8_t arena[3 * sizeof(tramp_code) + 4];
-	const size_t len = sizeof(tramp_code);
-	const struct ut_row *r;
-	struct ut_table t;
-	int ok = 1;
-
-	memset(arena, 0xcc, sizeof(arena));
-	for (size_t i = 0; i < 3; i++)
-		memcpy(arena + i * len, tramp_code, len);
-	memcpy(arena + 3 * len, tramp_code, 4);
-	ok = tramp_build_table(arena, sizeof(arena), 0, &t) == 0;
-	/* The first copy's rsp+8 row covers the next copy's start too. */
-	check(ok && t.n == 1 + 3 * 2 + 1, "trampoline table: 2 rows per copy and an end row (%zu rows)",
-	      t.n);
-	for (size_t i = 0; i < 3 && t.n == 8; i++) {
-		uint64_t base = i * len;
-
-		r = ut_lookup(&t, base);
-		ok &= r && r->cfa == UT_CFA_RSP && r->cfa_off == 8 && r->rbp == UT_RBP_SAME;
-		r = ut_lookup(&t, base + 5);	/* return address - 1: in the call */
-		ok &= r && r->cfa == UT_CFA_RSP && r->cfa_off == 16;
-		r = ut_lookup(&t, base + 10);	/* the ret */
-		ok &= r && r->cfa == UT_CFA_RSP && r->cfa_off == 8;
-	}
-	r = ut_lookup(&t, 3 * len + 1);
-	check(ok && r && r->cfa == UT_CFA_NONE, "trampoline table: rules per copy, none after");
-	ut_table_free(&t);
-	memset(arena, 0x90, sizeof(arena));
-	ok = tramp_build_table(arena, sizeof(arena), 0, &t) == 0;
-	check(ok && t.n == 0, "trampoline table: other code has no rows");
-	ut_table_free(&t);
 }
 
 /* A copy of this binary, deleted while it runs: map_files still opens it. */
@@ -1067,9 +1017,8 @@ int main(int argc, char **argv)
 	test_c_chain(self);
 	test_nocfi_chain(self);
 	test_jit_frame(self);
-	test_tramp_shapes();
-	test_tramp_table();
-	test_trampoline(self);
+	test_trampoline(self, "tramp");
+	test_trampoline(self, "tramp14");
 	test_deleted(self);
 	test_refresh(self);
 	test_python();
