@@ -88,5 +88,5 @@ else
 		run "sid:$sp" --no-c-asyncio
 	done
 fi
-[ $ran = 0 ] && { echo "SKIP: no CPython 3.7 to 3.13 present"; exit 77; }
+[ $ran = 0 ] && [ $failed = 0 ] && { echo "SKIP: no CPython 3.7 to 3.13 present"; exit 77; }
 exit $failed
