@@ -9,7 +9,8 @@
 # pure-Python Task, and with a second thread running its own loop and task
 # (each thread's samples must get its own loop's task); on 3.8, 3.13 and
 # Debian's 3.11 also with _asyncio blocked (asyncio entirely in Python). Missing interpreters are skipped (a fresh Debian 12
-# has only /usr/bin/python3.11).
+# has only /usr/bin/python3.11). Debian sid's 3.14 and 3.15 run the same
+# cases in their chroot (tests/sid-common.sh): missing, those cases fail.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -19,7 +20,9 @@ set -u
 command -v "$GO" >/dev/null 2>&1 || { echo "SKIP: no go (go tool pprof reads the profiles)"; exit 77; }
 work=$(mktemp -d /tmp/pyperf-asyncio.XXXXXX)
 export HOME=$work
-trap 'rm -rf "$work"' EXIT
+. "$TOP_SRCDIR/tests/sid-common.sh"
+sid_work=
+trap 'rm -rf "$work" $sid_work' EXIT
 root=${PYENV_ROOT:-/root/.pyenv}/versions
 failed=0 ran=0
 
@@ -27,13 +30,18 @@ failed=0 ran=0
 # check; the tasks stop after 1 s of CPU time (about 1000 samples at the
 # default 1 ms period, however loaded the machine), and a failed check is
 # retried once (the machine may be loaded by other jobs).
+# PYTHON "sid:PATH" is PATH in the sid chroot, on the copy of the workload.
 run() {
 	py=$1
 	shift
 	ran=$((ran + 1))
+	case $py in
+	sid:*) cmd="chroot $SID_ROOT ${py#sid:} $sid_workloads/asyncio_tasks.py" ;;
+	*) cmd="$py $TOP_SRCDIR/tests/workloads/asyncio_tasks.py" ;;
+	esac
 	for attempt in 1 2; do
-		if ! "$PYPERF" -q -o "$work/p.pb.gz" -- "$py" \
-			"$TOP_SRCDIR/tests/workloads/asyncio_tasks.py" 15 10 --cpu=1.0 "$@" > "$work/truth"; then
+		# shellcheck disable=SC2086
+		if ! "$PYPERF" -q -o "$work/p.pb.gz" -- $cmd 15 10 --cpu=1.0 "$@" > "$work/truth"; then
 			echo "FAIL $py $*: pyperf-pprof or the workload failed"
 			failed=1
 			return
@@ -67,5 +75,18 @@ if [ -x /usr/bin/python3.11 ]; then
 else
 	echo "SKIP /usr/bin/python3.11: not present"
 fi
-[ $ran = 0 ] && { echo "SKIP: no CPython 3.7 to 3.13 present"; exit 77; }
+if reason=$(sid_missing); then
+	for py in $SID_INTERPRETERS; do echo "FAIL sid:$py: $reason"; done
+	failed=1
+else
+	sid_work=$(sid_workdir asyncio)
+	sid_workloads=$(sid_path "$sid_work")/workloads
+	for sp in $SID_INTERPRETERS; do	# run() sets $py
+		run "sid:$sp"
+		run "sid:$sp" --py-task
+		run "sid:$sp" --side-thread
+		run "sid:$sp" --no-c-asyncio
+	done
+fi
+[ $ran = 0 ] && [ $failed = 0 ] && { echo "SKIP: no CPython 3.7 to 3.13 present"; exit 77; }
 exit $failed

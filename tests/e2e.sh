@@ -2,25 +2,62 @@
 # End-to-end test of one interpreter: run each workload of tests/workloads
 # under it, profile it with the built pyperf-pprof, check the profile with
 # go tool pprof (tests/check_profile.py). The test file ($1) holds the
-# interpreter's path. Exit codes follow automake: 0 pass, 1 fail, 77 skip.
+# interpreter's path, or "chroot ROOT PATH": the interpreter at PATH inside
+# the chroot ROOT that contrib/sid-chroot.sh made (tests/sid-common.sh),
+# run there with copies of the workloads under the chroot's /tmp and
+# profiled from the host, as a container's process is; that chroot is a
+# prerequisite: missing, the case fails. Exit codes follow automake: 0
+# pass, 1 fail, 77 skip.
 set -u
 case_file=$1
 name=$(basename "$case_file" .e2e)
-interp=$(eval echo "$(cat "$case_file")")
+# shellcheck disable=SC2046
+set -- $(eval echo "$(cat "$case_file")")
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${PYPERF:=./pyperf-pprof}"
 : "${GO:=go}"
 : "${PYTHON3:=/usr/bin/python3}"
 SCENARIOS=${SCENARIOS:-ratio methods deep threads truncated native}
+root=
+if [ "$1" = chroot ]; then
+	root=$2 interp=$3
+	PYPERF_SID_ROOT=$root
+	. "$TOP_SRCDIR/tests/sid-common.sh"
+else
+	interp=$1
+fi
 
 skip() { echo "SKIP $name: $*"; exit 77; }
 
-[ -x "$interp" ] || skip "interpreter $interp not present"
+if [ -n "$root" ]; then
+	# CI's bootstrap makes the chroot: without it the case fails.
+	if reason=$(sid_missing); then
+		echo "FAIL $name: $reason"
+		exit 1
+	fi
+else
+	[ -x "$interp" ] || skip "interpreter $interp not present"
+fi
 [ "$(id -u)" = 0 ] || skip "needs root for BPF and perf events"
 command -v "$GO" >/dev/null 2>&1 || skip "go (Debian golang-go) not installed"
 [ -x "$PYTHON3" ] || skip "python3 not installed"
 
-work=$(mktemp -d /tmp/pyperf-e2e.XXXXXX)
+# launch ARGS...: the interpreter becomes this (sub)shell, in its chroot
+# if it has one; so that "launch ... &" leaves the interpreter's pid in $!.
+launch() {
+	if [ -n "$root" ]; then
+		exec chroot "$root" "$interp" "$@"
+	fi
+	exec "$interp" "$@"
+}
+
+if [ -n "$root" ]; then
+	work=$(sid_workdir e2e) || { echo "FAIL $name: no scratch directory in $root/tmp"; exit 1; }
+	workloads=$(sid_path "$work")/workloads
+else
+	work=$(mktemp -d /tmp/pyperf-e2e.XXXXXX)
+	workloads=$TOP_SRCDIR/tests/workloads
+fi
 pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
 failed=0
@@ -30,7 +67,7 @@ bpf_checks=0	# code-object checks the BPF program answered, every scenario
 run_scenario() {
 	out="$work/$1.pb.gz"
 	rm -f "$work/ready"	# or the last workload's "ready" is seen at once
-	"$interp" "$TOP_SRCDIR/tests/workloads/$2" 60 ${4:-} > "$work/ready" &
+	launch "$workloads/$2" 60 ${4:-} > "$work/ready" &
 	pid=$!
 	i=0
 	until grep -q ready "$work/ready" 2>/dev/null; do
@@ -62,12 +99,21 @@ run_scenario() {
 	fi
 }
 
-# The C extension of the native scenario, built for this interpreter.
+# The C extension of the native scenario, built for this interpreter
+# (by the host's gcc against the chroot's headers for one in a chroot).
 ext_args=
-include=$("$interp" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
-if [ -f "$include/Python.h" ] && command -v gcc >/dev/null &&
+include=$(launch -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+if [ -n "$root" ]; then
+	if command -v gcc >/dev/null && [ -n "$(sid_build_ext "$interp" "$work")" ]; then
+		PYTHONPATH=$(sid_path "$work"); export PYTHONPATH
+		ext_args=--extension
+	else
+		echo "FAIL $name: tests/ext/cbext.c did not build against $root$include"
+		failed=1
+	fi
+elif [ -f "$include/Python.h" ] && command -v gcc >/dev/null &&
 	gcc -shared -fPIC -O2 -fno-omit-frame-pointer -I"$include" \
-		-o "$work/cbext$("$interp" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')" \
+		-o "$work/cbext$(launch -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX") or ".so")')" \
 		"$TOP_SRCDIR/tests/ext/cbext.c"; then
 	PYTHONPATH=$work; export PYTHONPATH
 	ext_args=--extension

@@ -1,7 +1,9 @@
 #!/bin/sh
 # --record then --replay of live sessions with native stacks, each native
-# mode (--unwind user, kernel, both), on Debian's stripped python3.11 and
-# pyenv's 3.12 (shared libpython), attached with --pid to
+# mode (--unwind user, kernel, both), on Debian's stripped python3.11,
+# pyenv's 3.12 (shared libpython) and Debian sid's python3.14 and 3.15 in
+# their chroot (tests/sid-common.sh; missing, those cases fail), attached
+# with --pid to
 # tests/workloads/native.py (ctypes qsort callback, zlib, the C-extension
 # chain of tests/ext/cbext.c): the replayed profile must be byte-identical
 # to the live one. The committed recordings only show that old recordings
@@ -17,7 +19,8 @@ set -u
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${PYPERF:=./pyperf-pprof}"
 min=${UNWIND_DIFF_MIN:-99}
-interps=${RECORD_NATIVE_INTERPRETERS:-"/usr/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3"}
+# sid:PATH is PATH inside the sid chroot.
+interps=${RECORD_NATIVE_INTERPRETERS:-"/usr/bin/python3.11 /root/.pyenv/versions/3.12.1/bin/python3 sid:/usr/bin/python3.14 sid:/usr/bin/python3.15"}
 
 skip() { echo "SKIP record-native: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root for BPF and perf events"
@@ -25,11 +28,13 @@ command -v gcc >/dev/null 2>&1 || skip "gcc not installed (builds the test C ext
 
 work=$(mktemp -d /tmp/pyperf-recnative.XXXXXX)
 pid=
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT INT TERM
+sid_work=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work" $sid_work' EXIT INT TERM
 failed=0
 ran=0
 
 . "$TOP_SRCDIR/tests/native-common.sh"
+. "$TOP_SRCDIR/tests/sid-common.sh"
 
 # diff_check NAME LOG: the replay's unwind diff line says enough agree.
 diff_check() {
@@ -91,18 +96,35 @@ one() {
 . "$TOP_SRCDIR/tests/twice.sh"
 
 for py in $interps; do
-	[ -x "$py" ] || { echo "note: $py not present"; continue; }
-	name=$(basename "$(dirname "$(dirname "$py")")")
-	[ "$py" = /usr/bin/python3.11 ] && name=python3.11-debian
-	args=$(build_ext "$py" "$work/$name")
-	if ! PYTHONPATH=$work/$name start "$py" "$TOP_SRCDIR/tests/workloads/native.py" 60 $args; then
-		echo "FAIL record-native/$name: workload did not start"; failed=1; stop; continue
-	fi
+	case $py in
+	sid:*)
+		name=$(basename "${py#sid:}")-sid
+		if reason=$(sid_missing); then
+			echo "FAIL record-native/$name: $reason"; failed=1; continue
+		fi
+		[ -n "$sid_work" ] || sid_work=$(sid_workdir recnative)
+		args=$(sid_build_ext "${py#sid:}" "$sid_work/$name")
+		inside=$(sid_path "$sid_work")
+		if ! PYTHONPATH=$inside/$name start chroot "$SID_ROOT" "${py#sid:}" \
+			"$inside/workloads/native.py" 60 $args; then
+			echo "FAIL record-native/$name: workload did not start"; failed=1; stop; continue
+		fi
+		;;
+	*)
+		[ -x "$py" ] || { echo "note: $py not present"; continue; }
+		name=$(basename "$(dirname "$(dirname "$py")")")
+		[ "$py" = /usr/bin/python3.11 ] && name=python3.11-debian
+		args=$(build_ext "$py" "$work/$name")
+		if ! PYTHONPATH=$work/$name start "$py" "$TOP_SRCDIR/tests/workloads/native.py" 60 $args; then
+			echo "FAIL record-native/$name: workload did not start"; failed=1; stop; continue
+		fi
+		;;
+	esac
 	for mode in user kernel both; do
 		twice one "$name-$mode" "$mode"
 	done
 	stop
 	ran=$((ran + 1))
 done
-[ $ran = 0 ] && skip "none of the interpreters is installed: $interps"
+[ $ran = 0 ] && [ $failed = 0 ] && skip "none of the interpreters is installed: $interps"
 exit $failed
