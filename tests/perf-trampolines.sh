@@ -15,7 +15,7 @@ set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 : "${PYTHON3:=/usr/bin/python3}"
-: "${SID_ROOT:=/var/cache/pyperf-sid-try}"
+: "${SID_ROOT:=${PYPERF_SID_ROOT:-/var/cache/pyperf-pprof/sid}}"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
 work=$(mktemp -d /tmp/pyperf-tramp.XXXXXX)
 pid=

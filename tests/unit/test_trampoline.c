@@ -8,7 +8,7 @@
  * alignment), the refusals (never a guess), matching an ip against copies,
  * and the table of a whole arena at the strides CPython copies with; then
  * src/python/pytramp.c on the interpreters of this machine (pyenv's 3.11
- * to 3.13, Debian sid's 3.14 and 3.15 in the chroot $SID_ROOT, which must
+ * to 3.13, Debian sid's 3.14 and 3.15 in the chroot $PYPERF_SID_ROOT (contrib/sid-chroot.sh), which must
  * exist).
  *
  * One "ok ..." / "FAIL ..." line per check; exits 1 if any check failed.
@@ -299,7 +299,7 @@ static void test_table(void)
 /* The template of each interpreter file: its shape, or none before 3.12. */
 static void test_interpreters(void)
 {
-	const char *sid = getenv("SID_ROOT") ? getenv("SID_ROOT") : "/var/cache/pyperf-sid-try";
+	const char *sid = getenv("PYPERF_SID_ROOT") ? getenv("PYPERF_SID_ROOT") : "/var/cache/pyperf-pprof/sid";
 	static const struct {
 		int sid;
 		const char *path;
@@ -323,7 +323,7 @@ static void test_interpreters(void)
 		ef = elf_file_open(path);
 		if (!ef) {
 			if (files[i].sid)
-				check(0, "%s: present (the Debian sid chroot SID_ROOT=%s)", path, sid);
+				check(0, "%s: present (the Debian sid chroot PYPERF_SID_ROOT=%s)", path, sid);
 			else
 				check_skip("%s: not present", path);
 			continue;
