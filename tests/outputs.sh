@@ -34,10 +34,17 @@ done
 
 # Privilege hygiene: once attached, CAP_BPF (39) and CAP_PERFMON (38) are
 # gone, CAP_SYS_PTRACE (19) stays; the profile is not group/other writable.
-"$PYPERF" --pid $pid -d 1500 -o "$work/caps.pb.gz" -q &
+"$PYPERF" --pid $pid -d 3000 -o "$work/caps.pb.gz" -q &
 prof=$!
-sleep 1
-eff=$(awk '/^CapEff/ {print $2}' /proc/$prof/status)
+# Attaching (verifier, tables) takes 0.3 s on a quiet machine and over a
+# second under a loaded make check: poll while it runs.
+i=0
+while :; do
+	sleep 0.2
+	eff=$(awk '/^CapEff/ {print $2}' /proc/$prof/status 2>/dev/null)
+	i=$((i + 1))
+	[ -z "$eff" ] || [ $(( 0x$eff >> 38 & 3 )) = 0 ] || [ $i -ge 12 ] && break
+done
 wait $prof
 mode=$(stat -c %a "$work/caps.pb.gz")
 if [ -n "$eff" ] && [ $(( 0x$eff >> 38 & 3 )) = 0 ] && [ $(( 0x$eff >> 19 & 1 )) = 1 ] &&
