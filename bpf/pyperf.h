@@ -22,8 +22,10 @@
 #define PYPERF_MAX_STACK	(64 << 10)	/* user stack bytes copied, at most */
 #define PYPERF_FRAME_WIN	512	/* frame bytes read at once (power of 2) */
 #define PYPERF_MAX_KFRAMES	64	/* kernel frames per sample (--kernel) */
-#define PYPERF_MAX_NATIVE	256	/* native frames unwound in BPF (--unwind kernel);
-					 * = UNWIND_MAX_FRAMES: -X perf takes ~4 per call */
+#define PYPERF_MAX_NATIVE	512	/* native frames unwound in BPF (--unwind kernel);
+					 * = UNWIND_MAX_FRAMES: -X perf takes 5-6 per
+					 * Python call, and docutils under it went
+					 * past 256 in 1.2-1.5 % of samples */
 
 /* How a version links its frames; decides the walk in pyperf.bpf.c. */
 enum py_frame_kind {

@@ -40,7 +40,7 @@ enum unwind_reg {
 	UNWIND_REG_COUNT
 };
 
-#define UNWIND_MAX_FRAMES	256		/* frames per stack, at most */
+#define UNWIND_MAX_FRAMES	512		/* frames per stack, at most */
 #define UNWIND_MAX_STACK	(1u << 20)	/* larger stack copies are refused */
 
 struct unwind_input {
