@@ -1,6 +1,13 @@
 #!/bin/sh
 # Check the committed CPython offset table (src/python/pyoffsets_table.c) against
-# the debug info of every interpreter installed under the pyenv root.
+# the debug info of every interpreter installed under the pyenv root, and of
+# Debian sid's python3.14 and python3.15 in the suite's chroot
+# ($PYPERF_SID_ROOT) when their debug files are at $PYPERF_SID_DEBUG
+# (usr/lib/debug of python3.14-dbg and python3.15-dbg of the chroot's
+# versions, unpacked with dpkg-deb -x; never installed in the chroot, whose
+# interpreters stay as users have them). Without them the sid entries are
+# not re-derived here and a note says so; at run time the chooser still
+# takes them only when the interpreter's own _Py_DebugOffsets agrees.
 #
 # Each interpreter is compared field by field with the table entry for its
 # minor version, so a patch release other than the one the table came from
@@ -43,6 +50,18 @@ if [ ! -d "$root/versions" ]; then
 	exit 77
 fi
 
-echo "checking $top/src/python/pyoffsets_table.c against $root/versions/*"
-exec "$python" "$gen" --check --pyenv-root "$root" \
+sid=${PYPERF_SID_ROOT:-/var/cache/pyperf-pprof/sid}
+set --
+if [ -n "${PYPERF_SID_DEBUG:-}" ]; then
+	if [ ! -d "$PYPERF_SID_DEBUG/.build-id" ]; then
+		echo "FAIL: PYPERF_SID_DEBUG=$PYPERF_SID_DEBUG has no .build-id directory"
+		exit 1
+	fi
+	set -- --debug-dir "$PYPERF_SID_DEBUG"
+	echo "sid debug files: $PYPERF_SID_DEBUG"
+else
+	echo "note: PYPERF_SID_DEBUG is not set: the 3.14 and 3.15 entries (Debian sid's, from python3.X-dbg) are not re-derived"
+fi
+echo "checking $top/src/python/pyoffsets_table.c against $root/versions/* and $sid/usr/bin/python3.1[45]"
+exec "$python" "$gen" --check --pyenv-root "$root" --sid-root "$sid" "$@" \
 	--table "$top/src/python/pyoffsets_table.c"

@@ -3,17 +3,23 @@
 
 The BPF walk and the symbolizer read CPython structures at fixed offsets.
 Typing those offsets in by hand is how profilers silently break, so this
-script asks gdb for them, from the DWARF of each interpreter's libpython:
+script asks gdb for them, from the DWARF of each interpreter's libpython
+(or of an executable linked statically with it, such as Debian's
+/usr/bin/python3.X, whose separate debug file gdb finds by build id under
+--debug-dir):
 
     print &((struct _ts *)0)->next       ->  offset of a field
     print sizeof(PyASCIIObject)          ->  size of a type
 
 Usage:
-    gen-offsets.py [--output FILE] LIB...   write the table (one LIB per
-                                            minor version, 3.6 .. 3.13)
-    gen-offsets.py --check [LIB...]         compare LIBs (default: every
-                                            libpython under the pyenv root)
-                                            with the committed table
+    gen-offsets.py [--output FILE] [--debug-dir DIR] LIB...
+                        write the table (one LIB per minor version and
+                        build, 3.6 .. 3.15; a name with "t", as in
+                        libpython3.14t.so, is a free-threaded build)
+    gen-offsets.py --check [--debug-dir DIR] [LIB...]
+                        compare LIBs (default: every libpython under the
+                        pyenv root, and python3.14/3.15 of the sid chroot)
+                        with the committed table
 
 --check exits 0 when everything matches, 1 on a mismatch (printing the
 differing fields by name, and a unified diff of the whole file when every
@@ -33,11 +39,20 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TABLE = os.path.join(HERE, "pyoffsets_table.c")
 DEFAULT_PYENV_ROOT = "/root/.pyenv"
+DEFAULT_SID_ROOT = "/var/cache/pyperf-pprof/sid"
+# How the maintainer got the debug files of the sid interpreters, for the
+# table's header (Debian does not serve them through the chroot's apt
+# sources the suite uses, and they are never installed there).
+SID_DEBUG_NOTE = """\
+$PYPERF_SID_DEBUG: usr/lib/debug of
+ * python3.14-dbg_3.14.10-1_amd64.deb and python3.15-dbg_3.15.2-1_amd64.deb
+ * from Debian sid, the versions of the chroot's python3.14 and python3.15,
+ * unpacked with dpkg-deb -x"""
 EXIT_SKIP = 77          # automake's "test skipped"
 
 NO_FIELD = "PYPERF_NO_FIELD"    # u16 offsets (walk, code)
 NO_FIELD32 = "0xffffffff"       # u32 offsets (runtime_*)
-FIRST_MINOR, LAST_MINOR = 6, 13
+FIRST_MINOR, LAST_MINOR = 6, 15
 
 # Type names as the DWARF spells them; these spellings exist in every
 # version 3.6 .. 3.13 (typedef or struct tag), so the rules below only
@@ -66,6 +81,11 @@ def const(value):
     return ("const", value)
 
 
+def by_build(gil, ft):
+    """A constant that differs between GIL and free-threaded builds."""
+    return ("build", gil, ft)
+
+
 # One row per struct py_layout field, in declaration order:
 #   (field, kind, rules)
 # kind is "u32" or "u16" (decides the NO_FIELD spelling and range), or
@@ -78,35 +98,35 @@ FIELDS = [
     # 3.6 has no _PyRuntime: the globals interp_head and
     # _PyThreadState_Current are used instead.
     ("runtime_interp_head", "u32",
-     [(7, 13, off(RUNTIME, "interpreters.head"))]),
+     [(7, 15, off(RUNTIME, "interpreters.head"))]),
     # 3.12 dropped gilstate.tstate_current (the current tstate is a
     # thread-local there).
     ("runtime_gil_holder", "u32",
      [(7, 11, off(RUNTIME, "gilstate.tstate_current"))]),
     # Moved into struct pythreads in 3.11 (not 3.12).
     ("walk.interp_tstate_head", "u16", [(6, 10, off(IS, "tstate_head")),
-                                        (11, 13, off(IS, "threads.head"))]),
-    ("walk.ts_next", "u16", [(6, 13, off(TS, "next"))]),
+                                        (11, 15, off(IS, "threads.head"))]),
+    ("walk.ts_next", "u16", [(6, 15, off(TS, "next"))]),
     ("walk.ts_frame", "u16", [(6, 10, off(TS, "frame")),
                               (11, 12, off(TS, "cframe")),
-                              (13, 13, off(TS, "current_frame"))]),
+                              (13, 15, off(TS, "current_frame"))]),
     ("walk.cframe_current_frame", "u16",
      [(11, 12, off("_PyCFrame", "current_frame"))]),
-    ("walk.ts_thread_id", "u16", [(6, 13, off(TS, "thread_id"))]),
+    ("walk.ts_thread_id", "u16", [(6, 15, off(TS, "thread_id"))]),
     # Probed rather than ranged: the brief is "use it where it exists".
     ("walk.ts_native_thread_id", "u16",
-     [(6, 13, ("optional", off(TS, "native_thread_id")))]),
+     [(6, 15, ("optional", off(TS, "native_thread_id")))]),
     ("walk.frame_back", "u16", [(6, 10, off(FRAME_OBJ, "f_back")),
-                                (11, 13, off(IFRAME, "previous"))]),
+                                (11, 15, off(IFRAME, "previous"))]),
     ("walk.frame_code", "u16", [(6, 10, off(FRAME_OBJ, "f_code")),
                                 (11, 12, off(IFRAME, "f_code")),
-                                (13, 13, off(IFRAME, "f_executable"))]),
+                                (13, 15, off(IFRAME, "f_executable"))]),
     ("walk.frame_lasti", "u16", [(6, 10, off(FRAME_OBJ, "f_lasti")),
                                  (11, 12, off(IFRAME, "prev_instr")),
-                                 (13, 13, off(IFRAME, "instr_ptr"))]),
+                                 (13, 15, off(IFRAME, "instr_ptr"))]),
     # 3.11 has owner too, but without FRAME_OWNED_BY_CSTACK; the entry
     # comment lists each version's owner values.
-    ("walk.frame_owner", "u16", [(11, 13, off(IFRAME, "owner"))]),
+    ("walk.frame_owner", "u16", [(11, 15, off(IFRAME, "owner"))]),
     # Before 3.11 there is no co_qualname: the first local of a method
     # (self or cls) gives its class.
     ("walk.frame_localsplus", "u16", [(6, 10, off(FRAME_OBJ, "f_localsplus"))]),
@@ -115,30 +135,35 @@ FIELDS = [
     ("walk.frame_is_entry", "u16", [(11, 11, off(IFRAME, "is_entry"))]),
     ("walk.frame_kind", "enum", [(6, 10, const("PY_FRAMES_OBJECT")),
                                  (11, 12, const("PY_FRAMES_CFRAME")),
-                                 (13, 13, const("PY_FRAMES_DIRECT"))]),
+                                 (13, 15, const("PY_FRAMES_DIRECT"))]),
     ("walk.tid_kind", "enum", [(6, 10, const("PY_TID_PTHREAD")),
-                               (11, 13, const("PY_TID_NATIVE"))]),
-    ("walk.code_tag_mask", "enum", [(6, 13, const("0"))]),
-    ("code.co_filename", "u16", [(6, 13, off(CODE, "co_filename"))]),
-    ("code.co_name", "u16", [(6, 13, off(CODE, "co_name"))]),
-    ("code.co_qualname", "u16", [(11, 13, off(CODE, "co_qualname"))]),
-    ("code.co_firstlineno", "u16", [(6, 13, off(CODE, "co_firstlineno"))]),
+                               (11, 15, const("PY_TID_NATIVE"))]),
+    # 3.14 made f_executable a _PyStackRef (Include/internal/
+    # pycore_stackref.h at v3.14.0 and v3.15.0rc1: Py_TAG_BITS 3 in GIL
+    # builds; free-threaded 3.14 tags 1 bit, masking 3 is the row's
+    # choice for both, src/python/pylayout_rows.c).
+    ("walk.code_tag_mask", "enum", [(6, 13, const("0")),
+                                    (14, 15, const("3"))]),
+    ("code.co_filename", "u16", [(6, 15, off(CODE, "co_filename"))]),
+    ("code.co_name", "u16", [(6, 15, off(CODE, "co_name"))]),
+    ("code.co_qualname", "u16", [(11, 15, off(CODE, "co_qualname"))]),
+    ("code.co_firstlineno", "u16", [(6, 15, off(CODE, "co_firstlineno"))]),
     ("code.co_linetable", "u16", [(6, 9, off(CODE, "co_lnotab")),
-                                  (10, 13, off(CODE, "co_linetable"))]),
-    ("code.co_code_adaptive", "u16", [(11, 13, off(CODE, "co_code_adaptive"))]),
-    ("code.co_argcount", "u16", [(6, 13, off(CODE, "co_argcount"))]),
+                                  (10, 15, off(CODE, "co_linetable"))]),
+    ("code.co_code_adaptive", "u16", [(11, 15, off(CODE, "co_code_adaptive"))]),
+    ("code.co_argcount", "u16", [(6, 15, off(CODE, "co_argcount"))]),
     # 3.11+ has co_localsplusnames instead; not used.
     ("code.co_varnames", "u16", [(6, 10, off(CODE, "co_varnames"))]),
-    ("code.unicode_state", "u16", [(6, 13, off("PyASCIIObject", "state"))]),
-    ("code.unicode_length", "u16", [(6, 13, off("PyASCIIObject", "length"))]),
-    ("code.unicode_ascii_size", "u16", [(6, 13, size("PyASCIIObject"))]),
+    ("code.unicode_state", "u16", [(6, 15, off("PyASCIIObject", "state"))]),
+    ("code.unicode_length", "u16", [(6, 15, off("PyASCIIObject", "length"))]),
+    ("code.unicode_ascii_size", "u16", [(6, 15, size("PyASCIIObject"))]),
     ("code.unicode_compact_size", "u16",
-     [(6, 13, size("PyCompactUnicodeObject"))]),
-    ("code.bytes_size", "u16", [(6, 13, off("PyVarObject", "ob_size"))]),
-    ("code.bytes_sval", "u16", [(6, 13, off("PyBytesObject", "ob_sval"))]),
-    ("code.tuple_items", "u16", [(6, 13, off("PyTupleObject", "ob_item"))]),
-    ("code.ob_type", "u16", [(6, 13, off("PyObject", "ob_type"))]),
-    ("code.type_name", "u16", [(6, 13, off("PyTypeObject", "tp_name"))]),
+     [(6, 15, size("PyCompactUnicodeObject"))]),
+    ("code.bytes_size", "u16", [(6, 15, off("PyVarObject", "ob_size"))]),
+    ("code.bytes_sval", "u16", [(6, 15, off("PyBytesObject", "ob_sval"))]),
+    ("code.tuple_items", "u16", [(6, 15, off("PyTupleObject", "ob_item"))]),
+    ("code.ob_type", "u16", [(6, 15, off("PyObject", "ob_type"))]),
+    ("code.type_name", "u16", [(6, 15, off("PyTypeObject", "tp_name"))]),
     # ---- struct py_gil_offsets: where the GIL is and who holds it ----
     # 3.6 has no struct: static gil_locked / gil_last_holder in ceval.c,
     # found by their (local) ELF symbols at run time.  3.7-3.11 keep the
@@ -146,77 +171,85 @@ FIELDS = [
     # (interp->ceval.gil points to it; the main interpreter's own
     # storage is interp->_gil).
     ("gil.runtime_gil", "u32", [(7, 11, off(RUNTIME, "ceval.gil"))]),
-    ("gil.interp_ceval_gil", "u16", [(12, 13, off(IS, "ceval.gil"))]),
-    ("gil.interp_gil", "u16", [(12, 13, off(IS, "_gil"))]),
-    ("gil.locked", "u16", [(7, 13, off(GIL, "locked"))]),
-    ("gil.last_holder", "u16", [(7, 13, off(GIL, "last_holder"))]),
+    ("gil.interp_ceval_gil", "u16", [(12, 15, off(IS, "ceval.gil"))]),
+    ("gil.interp_gil", "u16", [(12, 15, off(IS, "_gil"))]),
+    ("gil.locked", "u16", [(7, 15, off(GIL, "locked"))]),
+    ("gil.last_holder", "u16", [(7, 15, off(GIL, "last_holder"))]),
     # ---- struct py_object_offsets: attributes, dicts, ints ----
-    ("obj.ts_interp", "u16", [(6, 13, off(TS, "interp"))]),
+    ("obj.ts_interp", "u16", [(6, 15, off(TS, "interp"))]),
     # sys.modules; 3.12 moved it into struct _import_state.
     ("obj.interp_modules", "u16", [(6, 11, off(IS, "modules")),
-                                   (12, 13, off(IS, "imports.modules"))]),
-    ("obj.module_dict", "u16", [(6, 13, off("PyModuleObject", "md_dict"))]),
-    ("obj.type_flags", "u16", [(6, 13, off("PyTypeObject", "tp_flags"))]),
+                                   (12, 15, off(IS, "imports.modules"))]),
+    ("obj.module_dict", "u16", [(6, 15, off("PyModuleObject", "md_dict"))]),
+    ("obj.type_flags", "u16", [(6, 15, off("PyTypeObject", "tp_flags"))]),
     ("obj.type_basicsize", "u16",
-     [(6, 13, off("PyTypeObject", "tp_basicsize"))]),
+     [(6, 15, off("PyTypeObject", "tp_basicsize"))]),
     ("obj.type_dictoffset", "u16",
-     [(6, 13, off("PyTypeObject", "tp_dictoffset"))]),
+     [(6, 15, off("PyTypeObject", "tp_dictoffset"))]),
     ("obj.heaptype_cached_keys", "u16",
-     [(6, 13, off("PyHeapTypeObject", "ht_cached_keys"))]),
-    ("obj.dict_used", "u16", [(6, 13, off("PyDictObject", "ma_used"))]),
-    ("obj.dict_keys", "u16", [(6, 13, off("PyDictObject", "ma_keys"))]),
-    ("obj.dict_values", "u16", [(6, 13, off("PyDictObject", "ma_values"))]),
+     [(6, 15, off("PyHeapTypeObject", "ht_cached_keys"))]),
+    ("obj.dict_used", "u16", [(6, 15, off("PyDictObject", "ma_used"))]),
+    ("obj.dict_keys", "u16", [(6, 15, off("PyDictObject", "ma_keys"))]),
+    ("obj.dict_values", "u16", [(6, 15, off("PyDictObject", "ma_values"))]),
     # 3.11 replaced dk_size by its log2 and added the key kind, which
     # decides the entry type (PyDictUnicodeEntry has no hash).
     ("obj.dk_size", "u16", [(6, 10, off(KEYS, "dk_size"))]),
-    ("obj.dk_log2_size", "u16", [(11, 13, off(KEYS, "dk_log2_size"))]),
+    ("obj.dk_log2_size", "u16", [(11, 15, off(KEYS, "dk_log2_size"))]),
     ("obj.dk_log2_index_bytes", "u16",
-     [(11, 13, off(KEYS, "dk_log2_index_bytes"))]),
-    ("obj.dk_kind", "u16", [(11, 13, off(KEYS, "dk_kind"))]),
+     [(11, 15, off(KEYS, "dk_log2_index_bytes"))]),
+    ("obj.dk_kind", "u16", [(11, 15, off(KEYS, "dk_kind"))]),
     ("obj.dk_kind_general", "u16",
-     [(11, 13, "(unsigned long)DICT_KEYS_GENERAL")]),
-    ("obj.dk_nentries", "u16", [(6, 13, off(KEYS, "dk_nentries"))]),
-    ("obj.dk_indices", "u16", [(6, 13, off(KEYS, "dk_indices"))]),
-    ("obj.entry_size", "u16", [(6, 13, size("PyDictKeyEntry"))]),
-    ("obj.entry_hash", "u16", [(6, 13, off("PyDictKeyEntry", "me_hash"))]),
-    ("obj.entry_key", "u16", [(6, 13, off("PyDictKeyEntry", "me_key"))]),
-    ("obj.entry_value", "u16", [(6, 13, off("PyDictKeyEntry", "me_value"))]),
-    ("obj.uentry_size", "u16", [(11, 13, size("PyDictUnicodeEntry"))]),
+     [(11, 15, "(unsigned long)DICT_KEYS_GENERAL")]),
+    ("obj.dk_nentries", "u16", [(6, 15, off(KEYS, "dk_nentries"))]),
+    ("obj.dk_indices", "u16", [(6, 15, off(KEYS, "dk_indices"))]),
+    ("obj.entry_size", "u16", [(6, 15, size("PyDictKeyEntry"))]),
+    ("obj.entry_hash", "u16", [(6, 15, off("PyDictKeyEntry", "me_hash"))]),
+    ("obj.entry_key", "u16", [(6, 15, off("PyDictKeyEntry", "me_key"))]),
+    ("obj.entry_value", "u16", [(6, 15, off("PyDictKeyEntry", "me_value"))]),
+    ("obj.uentry_size", "u16", [(11, 15, size("PyDictUnicodeEntry"))]),
     ("obj.uentry_key", "u16",
-     [(11, 13, off("PyDictUnicodeEntry", "me_key"))]),
+     [(11, 15, off("PyDictUnicodeEntry", "me_key"))]),
     ("obj.uentry_value", "u16",
-     [(11, 13, off("PyDictUnicodeEntry", "me_value"))]),
+     [(11, 15, off("PyDictUnicodeEntry", "me_value"))]),
     # <=3.10 ma_values is the PyObject *[] itself.
-    ("obj.values_values", "u16", [(11, 13, off("PyDictValues", "values"))]),
-    ("obj.values_valid", "u16", [(13, 13, off("PyDictValues", "valid"))]),
+    ("obj.values_values", "u16", [(11, 15, off("PyDictValues", "values"))]),
+    ("obj.values_valid", "u16", [(13, 15, off("PyDictValues", "valid"))]),
     # 3.12 replaced ob_size by long_value.lv_tag.
     ("obj.long_size", "u16",
      [(6, 11, off("PyLongObject", "ob_base.ob_size")),
-      (12, 13, off("PyLongObject", "long_value.lv_tag"))]),
+      (12, 15, off("PyLongObject", "long_value.lv_tag"))]),
     ("obj.long_digit", "u16",
      [(6, 11, off("PyLongObject", "ob_digit")),
-      (12, 13, off("PyLongObject", "long_value.ob_digit"))]),
+      (12, 15, off("PyLongObject", "long_value.ob_digit"))]),
     # Not in the debug info (inline functions and macros of
     # Include/internal/pycore_object.h): MANAGED_DICT_OFFSET is
-    # -3 * sizeof(PyObject *) in 3.11-3.13 (GIL builds);
-    # _PyObject_ValuesPointer() is obj - 4 pointers in 3.11 only.
+    # -3 * sizeof(PyObject *) in 3.11-3.15 GIL builds and
+    # -1 * sizeof(PyObject *) under Py_GIL_DISABLED (v3.13.0, v3.14.0,
+    # v3.14.7, v3.15.0rc1); _PyObject_ValuesPointer() is obj - 4
+    # pointers in 3.11 only.
     ("obj.managed_dict", "enum", [(6, 10, const("0")),
-                                  (11, 13, const("-24"))]),
+                                  (11, 15, by_build("-24", "-8"))]),
     ("obj.managed_values", "enum", [(6, 10, const("0")),
                                     (11, 11, const("-32")),
-                                    (12, 13, const("0"))]),
+                                    (12, 15, const("0"))]),
+    # 3.14 and 3.15 read an attribute as 3.13 does
+    # (_PyObject_GenericGetAttrWithDict in Objects/object.c and
+    # _PyObject_TryGetInstanceAttribute in Objects/dictobject.c at
+    # v3.14.7 and v3.15.0rc1): inline values while valid, else the
+    # managed dict.
     ("obj.managed_kind", "enum", [(6, 10, const("PY_MANAGED_NONE")),
                                   (11, 11, const("PY_MANAGED_VALUES_PTR")),
                                   (12, 12, const("PY_MANAGED_TAGGED")),
-                                  (13, 13, const("PY_MANAGED_INLINE"))]),
+                                  (13, 15, const("PY_MANAGED_INLINE"))]),
     ("obj.long_kind", "enum", [(6, 11, const("PY_LONG_OB_SIZE")),
-                               (12, 13, const("PY_LONG_LV_TAG"))]),
+                               (12, 15, const("PY_LONG_LV_TAG"))]),
     # Include/object.h: Py_TPFLAGS_MANAGED_DICT (1 << 4) from 3.11,
-    # Py_TPFLAGS_INLINE_VALUES (1 << 2) from 3.13.
+    # Py_TPFLAGS_INLINE_VALUES (1 << 2) from 3.13 (the same at v3.14.0,
+    # v3.14.7 and v3.15.0rc1).
     ("obj.tpflag_managed_dict", "enum", [(6, 10, const("0")),
-                                         (11, 13, const("0x10"))]),
+                                         (11, 15, const("0x10"))]),
     ("obj.tpflag_inline_values", "enum", [(6, 12, const("0")),
-                                          (13, 13, const("0x4"))]),
+                                          (13, 15, const("0x4"))]),
 ]
 
 # 3.13+ embeds its own offsets in _PyRuntime.debug_offsets; gdb reads
@@ -265,6 +298,23 @@ DEBUG_OFFSETS = {
     "obj.long_digit": "long_object.ob_digit",
 }
 
+# Fields _Py_DebugOffsets gained later: {field: (first minor, name)}.
+DEBUG_OFFSETS_SINCE = {
+    "code.unicode_compact_size": (15, "unicode_object.compactunicodeobject_size"),
+    "obj.type_basicsize": (15, "type_object.tp_basicsize"),
+    "obj.type_dictoffset": (15, "type_object.tp_dictoffset"),
+    "obj.heaptype_cached_keys": (15, "heap_type_object.ht_cached_keys"),
+}
+
+
+def debug_offsets_for(minor):
+    """{field: _Py_DebugOffsets name} that version publishes (3.13+)."""
+    d = dict(DEBUG_OFFSETS) if minor >= 13 else {}
+    if minor >= 13:
+        d.update({f: name for f, (since, name) in DEBUG_OFFSETS_SINCE.items()
+                  if minor >= since})
+    return d
+
 
 def debug_expr(dbg):
     """gdb expression for a DEBUG_OFFSETS value: a field of
@@ -287,24 +337,92 @@ class Skip(Exception):
     """An interpreter --check cannot judge (no debug info, no entry...)."""
 
 
-class Interp:
-    """One libpython and the version it belongs to."""
+def build_id(path):
+    """The GNU build id of an ELF file (hex), or None.  Read from its
+    PT_NOTE segments, or its SHT_NOTE sections (a separate debug file's
+    program headers may not cover its notes)."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None             # 64-bit little-endian only
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    for i in range(min(shnum, 4096)):
+        sh = shoff + i * shentsize
+        if sh + 64 > len(data):
+            break
+        stype, = struct.unpack_from("<I", data, sh + 4)
+        off, size = struct.unpack_from("<QQ", data, sh + 24)
+        pos, end = off, min(off + size, len(data))
+        while stype == 7 and pos + 12 <= end:     # SHT_NOTE
+            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+            name = data[pos + 12:pos + 12 + namesz]
+            desc = pos + 12 + ((namesz + 3) & ~3)
+            if ntype == 3 and name == b"GNU\0":    # NT_GNU_BUILD_ID
+                return data[desc:desc + descsz].hex()
+            pos = desc + ((descsz + 3) & ~3)
+    return None
 
-    def __init__(self, path, pyenv_root):
+
+class Interp:
+    """One interpreter file holding the layout (a libpython, or an
+    executable linked statically like Debian's /usr/bin/python3.X), its
+    debug info (in the file, or a separate file found by build id under
+    a debug directory), and the version and build it belongs to."""
+
+    def __init__(self, path, roots, debug_dir=None):
         self.path = path
         self.name = os.path.basename(path)
-        m = re.match(r"libpython(\d+)\.(\d+)(m?)\.so$", self.name)
+        m = re.match(r"(?:lib)?python(\d+)\.(\d+)(m|t)?(?:\.so)?$", self.name)
         if not m:
-            # t (free-threaded) and d (debug) builds have other layouts.
-            raise Skip("not a default-ABI libpython: %s" % self.name)
+            # d (debug) builds have other layouts.
+            raise Skip("not a libpython or python3.X file: %s" % self.name)
         self.major, self.minor = int(m.group(1)), int(m.group(2))
-        root = os.path.join(os.path.abspath(pyenv_root), "")
-        absp = os.path.abspath(path)
-        # Shown relative to the pyenv root so a regenerated file does
-        # not differ just because the maintainer's root differs.
-        self.shown = ("$PYENV_ROOT/" + absp[len(root):]
-                      if absp.startswith(root) else absp)
+        # t: a free-threaded (Py_GIL_DISABLED) build, whose objects have
+        # a larger header; its entry is never used for a GIL build.
+        self.free_threaded = int(m.group(3) == "t")
+        # Shown relative to a root ($PYENV_ROOT, $PYPERF_SID_ROOT) so a
+        # regenerated file does not differ just because the
+        # maintainer's roots differ.
+        self.shown = os.path.abspath(path)
+        for var, root in roots:
+            root = os.path.join(os.path.abspath(root), "")
+            if self.shown.startswith(root):
+                self.shown = "$%s/%s" % (var, self.shown[len(root):])
+                break
+        self.debug_dir = None
+        self.debug_file = None
+        if debug_dir:
+            self.find_debug_file(debug_dir)
         self.hexversion = None
+
+    def find_debug_file(self, debug_dir):
+        """A separate debug file of exactly this build, by build id, as
+        gdb finds it (DIR/.build-id/xx/yyyy.debug): checked here, so
+        the table says which file it came from.  None: the file's own
+        debug info (if any) is used."""
+        bid = build_id(self.path)
+        if not bid:
+            return
+        cand = os.path.join(debug_dir, ".build-id", bid[:2], bid[2:] + ".debug")
+        if not os.path.exists(cand):
+            return
+        if build_id(cand) != bid:
+            raise GenError("%s: %s has build id %s, not %s"
+                           % (self.path, cand, build_id(cand), bid))
+        self.debug_dir = debug_dir
+        self.debug_file = ".build-id/%s/%s.debug" % (bid[:2], bid[2:])
+
+    @property
+    def listed(self):
+        """How the file is named in the table's header."""
+        if self.debug_file:
+            return "%s (debug file %s)" % (self.shown, self.debug_file)
+        return self.shown
 
     @property
     def version(self):
@@ -323,15 +441,23 @@ class Interp:
 GDB = ["gdb", "-batch", "-nx", "-iex", "set debuginfod enabled off"]
 
 
-def gdb_eval(path, exprs):
+def gdb_cmd(interp):
+    """gdb on one interpreter file, with its debug directory if any."""
+    cmd = GDB[:]
+    if interp.debug_dir:
+        cmd += ["-iex", "set debug-file-directory " + interp.debug_dir]
+    return cmd
+
+
+def gdb_eval(interp, exprs):
     """Evaluate {key: expr} in gdb on path; return {key: int} for those
     that resolved.  One gdb run for all: each one costs ~1 s.  printf
     keeps every answer on its own tagged line, and an unresolvable
     expression just leaves its key out (gdb -batch goes on after it)."""
-    cmd = GDB[:]
+    cmd = gdb_cmd(interp)
     for key, expr in exprs.items():
         cmd += ["-ex", 'printf "@@%s=%%lu\\n", %s' % (key, expr)]
-    cmd.append(path)
+    cmd.append(interp.path)
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, check=False).stdout
     found = {}
@@ -342,9 +468,9 @@ def gdb_eval(path, exprs):
     return found
 
 
-def gdb_error(path, expr):
+def gdb_error(interp, expr):
     """gdb's own message for one expression, to say why it failed."""
-    r = subprocess.run(GDB + ["-ex", "print " + expr, path],
+    r = subprocess.run(gdb_cmd(interp) + ["-ex", "print " + expr, interp.path],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, check=False)
     lines = [l for l in r.stderr.splitlines() if l.strip()]
@@ -355,7 +481,7 @@ def read_hexversion(interp):
     """PY_VERSION_HEX of the library.  3.11+ exports Py_Version, which gdb
     reads from the file; older versions only know it at run time, so ask
     the interpreter installed next to the library (never a shim)."""
-    got = gdb_eval(interp.path, {"v": "(unsigned long)Py_Version"})
+    got = gdb_eval(interp, {"v": "(unsigned long)Py_Version"})
     if "v" in got:
         return got["v"]
     exe = os.path.join(os.path.dirname(os.path.dirname(
@@ -389,9 +515,15 @@ def queries_for(interp):
             continue
         optional = isinstance(what, tuple) and what[0] == "optional"
         q[field] = (what[1] if optional else what, optional)
+    for field, dbg in debug_offsets_for(interp.minor).items():
+        q["dbg:" + field] = (debug_expr(dbg), False)
+    # Which build the debug info describes: sizeof(PyObject) is 16 in
+    # GIL builds and 32 under Py_GIL_DISABLED (Include/object.h), and
+    # 3.13+ also say it in _Py_DebugOffsets.free_threaded.
+    q["build:pyobject"] = (size("PyObject"), False)
     if interp.minor >= 13:
-        for field, dbg in DEBUG_OFFSETS.items():
-            q["dbg:" + field] = (debug_expr(dbg), False)
+        q["build:ft"] = ("(unsigned long)_PyRuntime.debug_offsets"
+                         ".free_threaded", False)
     for name in OWNER_NAMES:
         q["owner:" + name] = ("(unsigned long)FRAME_OWNED_BY_" + name, True)
     return q
@@ -403,10 +535,13 @@ def read_layout(interp):
             or interp.major != 3:
         raise Skip("no rules for %d.%d" % (interp.major, interp.minor))
     queries = queries_for(interp)
-    got = gdb_eval(interp.path, {k: e for k, (e, _) in queries.items()})
+    got = gdb_eval(interp, {k: e for k, (e, _) in queries.items()})
     required = [k for k, (_, opt) in queries.items() if not opt]
     if not any(k in got for k in required):
-        raise Skip("no debug info (gdb resolved no type)")
+        raise Skip("no debug info (gdb resolved no type)%s"
+                   % ("" if interp.debug_dir else
+                      "; a stripped file's debug file is found with"
+                      " --debug-dir"))
     interp.hexversion = read_hexversion(interp)
     if (interp.hexversion >> 16) != (interp.major << 8 | interp.minor):
         raise GenError("%s: library name says %d.%d but it is %s"
@@ -415,8 +550,9 @@ def read_layout(interp):
     missing = [k for k in required if k not in got]
     if missing:
         raise GenError("%s: cannot resolve %s" % (interp.path, "; ".join(
-            "%s (%s)" % (k, gdb_error(interp.path, queries[k][0]))
+            "%s (%s)" % (k, gdb_error(interp, queries[k][0]))
             for k in missing)))
+    check_build(interp, got)
     values = render_values(interp, got)
     cross_check(interp, got)
     owners = ["%s=%d" % (n, got["owner:" + n])
@@ -430,7 +566,8 @@ def render_values(interp, got):
     for field, kind, rules in FIELDS:
         what = rule_for(rules, interp.minor)
         if kind == "enum":
-            values[field] = what[1]
+            values[field] = (what[2 if interp.free_threaded else 1]
+                             if what[0] == "build" else what[1])
         elif field not in got:
             values[field] = NO_FIELD32 if kind == "u32" else NO_FIELD
         else:
@@ -442,10 +579,23 @@ def render_values(interp, got):
     return values
 
 
+def check_build(interp, got):
+    """The file's name says GIL or free-threaded; its debug info must
+    agree, or the entry would describe the other build's objects."""
+    want = 32 if interp.free_threaded else 16
+    ft = got.get("build:ft", interp.free_threaded)
+    if got["build:pyobject"] != want or ft != interp.free_threaded:
+        raise GenError("%s: named like a %s build, but sizeof(PyObject) is"
+                       " %d and _Py_DebugOffsets.free_threaded %s"
+                       % (interp.path, "free-threaded" if interp.free_threaded
+                          else "GIL", got["build:pyobject"],
+                          got.get("build:ft", "(none)")))
+
+
 def cross_check(interp, got):
     """3.13+: DWARF and _Py_DebugOffsets must agree, or one is misread."""
     bad = ["%s: DWARF %d, _Py_DebugOffsets %d" % (f, got[f], got["dbg:" + f])
-           for f in DEBUG_OFFSETS
+           for f in debug_offsets_for(interp.minor)
            if "dbg:" + f in got and got.get(f) != got["dbg:" + f]]
     if bad:
         raise GenError("%s: %s" % (interp.path, "; ".join(bad)))
@@ -456,7 +606,8 @@ def render_entry(interp, values, owners):
     pyoffsets.h cannot silently shift values."""
     out = ["\t{\t/* %s */" % interp.source,
            "\t\t.version_hex = 0x%08x," % interp.hexversion,
-           '\t\t.source = "%s",' % interp.source]
+           '\t\t.source = "%s",' % interp.source,
+           "\t\t.free_threaded = %d," % interp.free_threaded]
     group = None
     for field, _, _ in FIELDS:
         head, _, name = field.rpartition(".")
@@ -479,9 +630,13 @@ def render_entry(interp, values, owners):
 HEADER = """\
 /* GENERATED FILE - DO NOT EDIT.  Regenerate with src/python/gen-offsets.py.
  *
- * Per-minor-version offsets of the CPython structures pyperf-pprof reads,
- * taken by gdb from the DWARF debug info of these interpreters
- * ($PYENV_ROOT is the pyenv root, by default /root/.pyenv):
+ * Per-minor-version and per-build offsets of the CPython structures
+ * pyperf-pprof reads, taken by gdb from the DWARF debug info of these
+ * interpreters ($PYENV_ROOT is the pyenv root, by default /root/.pyenv;
+ * $PYPERF_SID_ROOT the test suite's Debian sid chroot, by default
+ * /var/cache/pyperf-pprof/sid, made by contrib/sid-chroot.sh; a debug
+ * file is found by the interpreter's build id under the --debug-dir,
+ * %(debug)s):
  *
 %(files)s
  *
@@ -496,19 +651,26 @@ HEADER = """\
  * PYPERF_NO_FIELD marks a field the version does not have.  The u32
  * runtime_* offsets use 0xffffffff for that: 3.6 has no _PyRuntime (use
  * the globals interp_head and _PyThreadState_Current), and 3.12+ has no
- * gilstate.tstate_current.  3.13+ entries are a fallback: at run time
- * those versions publish their own offsets in _Py_DebugOffsets, and the
- * generator checked that both agree.  frame_owner values differ by
- * version (3.11 has no CSTACK): the comment above each frame_owner
- * lists that version's FRAME_OWNED_BY_* values.
+ * gilstate.tstate_current.  3.13+ publish their own offsets in
+ * _Py_DebugOffsets at run time, and the generator checked that every
+ * field both give agrees; from their entries here the chooser takes only
+ * what _Py_DebugOffsets lacks (obj, some of gil), from the entry of the
+ * same minor version and build, and only when the target's own table
+ * agrees with it on every field both give.  free_threaded: a
+ * Py_GIL_DISABLED build ("t"), whose objects have a 32-byte header:
+ * py_layout_find() never answers one build with the other's entry.
+ * frame_owner values differ by version (3.11 has no CSTACK, 3.14 adds
+ * INTERPRETER): the comment above each frame_owner lists that version's
+ * FRAME_OWNED_BY_* values.
  *
  * gil: where struct _gil_runtime_state is (3.6 has none: static
  * gil_locked and gil_last_holder in ceval.c).  obj: what reading an
  * object's attribute takes (thread names, src/python/pythread.c); its signed
  * and enum fields are not in the debug info but transcribed from
  * CPython's headers (see gen-offsets.py), and use 0 for "none".  A
- * _Py_DebugOffsets layout has only some obj fields; src/python/pythread.c
- * takes the others from the entry here of the same minor version.
+ * _Py_DebugOffsets layout has only some obj fields; src/python/pylayout.c
+ * takes the others from the entry here of the same minor version and
+ * build.
  */
 
 #include <stddef.h>
@@ -523,14 +685,15 @@ FOOTER = """\
 
 const unsigned py_layouts_count = sizeof(py_layouts) / sizeof(py_layouts[0]);
 
-const struct py_layout *py_layout_find(unsigned major, unsigned minor)
+const struct py_layout *py_layout_find(unsigned major, unsigned minor, int free_threaded)
 {
 	unsigned i;
 
 	for (i = 0; i < py_layouts_count; i++) {
 		uint32_t v = py_layouts[i].version_hex;
 
-		if (v >> 24 == major && (v >> 16 & 0xff) == minor)
+		if (v >> 24 == major && (v >> 16 & 0xff) == minor &&
+		    py_layouts[i].free_threaded == !!free_threaded)
 			return &py_layouts[i];
 	}
 	return NULL;
@@ -540,14 +703,18 @@ const struct py_layout *py_layout_find(unsigned major, unsigned minor)
 
 def render_file(layouts):
     """layouts: [(interp, values, owners)], one per minor version."""
-    layouts = sorted(layouts, key=lambda l: l[0].hexversion)
-    files = "\n".join(" *   %-8s %s" % (i.version, i.shown)
+    layouts = sorted(layouts, key=lambda l: (l[0].hexversion,
+                                             l[0].free_threaded))
+    files = "\n".join(" *   %-8s %s" % (i.version, i.listed)
                       for i, _, _ in layouts)
-    args = " \\\n".join(" *\t%s" % i.shown for i, _, _ in layouts)
+    args = [i.shown for i, _, _ in layouts]
+    if any(i.debug_file for i, _, _ in layouts):
+        args.insert(0, "--debug-dir $PYPERF_SID_DEBUG")
+    args = " \\\n".join(" *\t%s" % a for a in args)
     body = []
     for interp, values, owners in layouts:
         body += render_entry(interp, values, owners)
-    return (HEADER % {"files": files, "args": args}
+    return (HEADER % {"files": files, "args": args, "debug": SID_DEBUG_NOTE}
             + "\n".join(body) + "\n" + FOOTER)
 
 
@@ -566,7 +733,8 @@ def parse_table(text):
             group = ""
         elif line == "\t},":
             h = int(cur["version_hex"], 16)
-            entries[(h >> 24, h >> 16 & 0xff)] = cur
+            ft = int(cur.get("free_threaded", "0"))
+            entries[(h >> 24, h >> 16 & 0xff, ft)] = cur
             cur = None
         else:
             m = re.match(r"\t+\.(\w+) = (.*),$", line)
@@ -578,6 +746,19 @@ def parse_table(text):
 def version_key(path):
     """Sort 3.6 before 3.10: by the numbers in the path, not its text."""
     return [int(n) if n.isdigit() else n for n in re.split(r"(\d+)", path)]
+
+
+def find_sid(sid_root):
+    """Debian sid's own interpreters in the suite's chroot: executables
+    linked statically with libpython, stripped; their debug files come
+    from python3.X-dbg of the same package version (--debug-dir)."""
+    return [p for p in (os.path.join(sid_root, "usr", "bin", "python3.%d" % m)
+                        for m in (14, 15)) if os.path.exists(p)]
+
+
+def roots(args):
+    """The directories the table's header names by a variable."""
+    return [("PYENV_ROOT", args.pyenv_root), ("PYPERF_SID_ROOT", args.sid_root)]
 
 
 def find_libs(pyenv_root):
@@ -592,12 +773,14 @@ def generate(args):
     """Write the table from exactly the libraries given, one per minor."""
     layouts, seen = [], {}
     for path in sorted(args.libs, key=version_key):
-        interp = Interp(path, args.pyenv_root)
+        interp = Interp(path, roots(args), args.debug_dir)
         values, owners = read_layout(interp)
-        minor = (interp.major, interp.minor)
+        minor = (interp.major, interp.minor, interp.free_threaded)
         if minor in seen:
-            raise GenError("two libraries for %d.%d: %s and %s; give one"
-                           % (minor + (seen[minor], path)))
+            raise GenError("two libraries for %d.%d%s: %s and %s; give one"
+                           % (interp.major, interp.minor,
+                              "t" if interp.free_threaded else "",
+                              seen[minor], path))
         seen[minor] = path
         layouts.append((interp, values, owners))
         print("%-8s %s" % (interp.version, path))
@@ -619,7 +802,7 @@ def check_one(path, args, committed):
     """Print one interpreter's verdict; return (status, layout or None)
     with status "ok", "bad" or "skip"; layout is None when unreadable."""
     try:
-        interp = Interp(path, args.pyenv_root)
+        interp = Interp(path, roots(args), args.debug_dir)
         values, owners = read_layout(interp)
     except Skip as e:
         print("SKIP     %s: %s" % (path, e))
@@ -627,11 +810,12 @@ def check_one(path, args, committed):
     except GenError as e:
         print("FAIL     %s" % e)
         return "bad", None
-    entry = committed.get((interp.major, interp.minor))
+    entry = committed.get((interp.major, interp.minor, interp.free_threaded))
     label = "%-8s %s" % (interp.version, path)
     if entry is None:
-        print("FAIL     %s: the table has no %d.%d entry"
-              % (label, interp.major, interp.minor))
+        print("FAIL     %s: the table has no %d.%d%s entry"
+              % (label, interp.major, interp.minor,
+                 "t" if interp.free_threaded else ""))
         return "bad", None
     diffs = compare_entry(values, entry)
     if diffs:
@@ -672,7 +856,8 @@ def check(args):
     if shutil.which("gdb") is None:
         print("SKIP: gdb is not installed; it reads the offsets")
         return EXIT_SKIP
-    libs = args.libs or find_libs(args.pyenv_root)
+    libs = args.libs or (find_libs(args.pyenv_root)
+                         + find_sid(args.sid_root))
     libs = [p for p in libs if os.path.exists(p)]
     if not libs:
         print("SKIP: no CPython library found (looked under %s/versions)"
@@ -708,6 +893,17 @@ def main():
     ap.add_argument("--output", "--table", dest="table",
                     default=DEFAULT_TABLE,
                     help="table to write or check (default %(default)s)")
+    ap.add_argument("--debug-dir",
+                    default=os.environ.get("PYPERF_SID_DEBUG") or None,
+                    help="where separate debug files are found by build id"
+                    " (DIR/.build-id/xx/yyyy.debug; default"
+                    " $PYPERF_SID_DEBUG)")
+    ap.add_argument("--sid-root",
+                    default=os.environ.get("PYPERF_SID_ROOT")
+                    or DEFAULT_SID_ROOT,
+                    help="the Debian sid chroot whose python3.14 and"
+                    " python3.15 --check also reads (default"
+                    " $PYPERF_SID_ROOT or %s)" % DEFAULT_SID_ROOT)
     ap.add_argument("--pyenv-root",
                     default=os.environ.get("PYENV_ROOT") or DEFAULT_PYENV_ROOT,
                     help="where pyenv keeps versions/ (default $PYENV_ROOT"

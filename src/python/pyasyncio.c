@@ -26,6 +26,15 @@
  * (_PyThreadStateImpl.asyncio_running_task); its offset, TaskObj's and the
  * sizes to check come per process from the AsyncioDebug section
  * (pyasyncio_debug.c) into aproc.dl, which then serves as the table row.
+ * Only the C functions set it: a pure-Python Task's step
+ * (asyncio.tasks._PyTask, and every task where _asyncio is not imported)
+ * enters itself with _py_enter_task into asyncio.tasks._current_tasks, a
+ * dict of the module as before 3.14 (Lib/asyncio/tasks.py at v3.14.7 and
+ * v3.15.0rc1). So a thread state without a running task is looked up
+ * there too, where the object offsets are complete (pythread_offsets());
+ * until a mapped file has the section (_asyncio not imported: a shared
+ * module in Debian's 3.14) the coroutine and type offsets are derived from
+ * _Py_DebugOffsets alone, and no C Task is read.
  */
 #include "pyasyncio.h"
 
@@ -145,7 +154,9 @@ struct aproc {
 	int refused;			/* a Task or coroutine type of the wrong size */
 	uint64_t tid_hint, name_hint, coro_hint;	/* attribute key objects */
 	struct pyasyncio_layout dl;	/* 3.14+: from the AsyncioDebug section */
-	int dl_state;			/* 1: dl read, -1: refused, 0: not yet */
+	int dl_state;			/* 1: dl read, -1: refused, 0: not yet,
+					 * 2: no section yet, dl without C Task */
+	uint64_t sec_retry_ns;		/* no look for the section before this */
 	struct { uint64_t type; uint8_t kind; } types[NTYPES];
 	struct { uint64_t loop, ident, ns; } loops[NPLOOPS];	/* whose loop */
 	unsigned next_type;
@@ -161,6 +172,8 @@ struct ctx {
 	uint64_t *refusals;
 	struct py_object_offsets o;	/* pythread_offsets(): complete for
 					 * _Py_DebugOffsets layouts too */
+	int py_tasks;			/* 3.14+: o can read asyncio.tasks.
+					 * _current_tasks (pure-Python tasks) */
 };
 
 static int rd(const struct ctx *x, uint64_t addr, void *buf, size_t len)
@@ -240,6 +253,10 @@ static enum tkind classify_uncached(const struct ctx *x, uint64_t type)
 		if (i && type_name(x, type, name))
 			return TK_NONE;
 		if (!strcmp(name, "_asyncio.Task")) {
+			/* Its module's section not read yet: unknown, not
+			 * refused (and not remembered). */
+			if (!x->l->task_size)
+				return TK_NONE;
 			size = type_size(x, type);
 			if (size == x->l->task_size)
 				return TK_TASK_C;
@@ -478,9 +495,17 @@ static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now
 
 	if (ap->refused)
 		return 0;
-	/* 3.14+: the thread state says, whatever the loop. */
-	if (x->l->ts_task)
-		return rd_ptr(x, e->tstate + x->l->ts_task);
+	/* 3.14+: the thread state says while a C Task's step runs, whatever
+	 * the loop; else a pure-Python Task may be running. */
+	if (x->l == &ap->dl) {
+		uint64_t task = x->l->ts_task ? rd_ptr(x, e->tstate + x->l->ts_task) : 0;
+		uint64_t interp = 0;
+
+		if (task || !x->py_tasks)
+			return task;
+		if (!e->ident && pythread_tstate_ident(x->t, e->tstate, &interp, &e->ident))
+			return 0;
+	}
 	if (!ap->current_tasks && find_current_tasks(x, e->interp, now))
 		return 0;
 	recheck(x, e->interp, now);
@@ -533,12 +558,21 @@ static int section_layout(struct ctx *x, uint64_t now)
 {
 	struct aproc *ap = x->ap;
 	uint8_t sec[PYASYNCIO_SECTION_MAX];
+	struct py_gil_offsets gil;
 	char err[320];
 	size_t n = 0;
 
-	if (ap->dl_state == 0 && now >= ap->retry_ns) {
-		ap->retry_ns = now + RETRY_NS;
-		if (pyasyncio_debug_read(x->t, sec, sizeof(sec), &n) == 0) {
+	if ((ap->dl_state == 0 || ap->dl_state == 2) && now >= ap->sec_retry_ns) {
+		int r;
+
+		ap->sec_retry_ns = now + RETRY_NS;
+		r = pyasyncio_debug_read(x->t, sec, sizeof(sec), &n);
+		if (r == 1 && ap->dl_state == 0) {
+			memset(&ap->dl, 0, sizeof(ap->dl));
+			ap->dl.minor = x->t->minor;
+			if (pyasyncio_debug_derive(&x->t->layout, &ap->dl, err, sizeof(err)) == 0)
+				ap->dl_state = 2;
+		} else if (r == 0) {
 			if (pyasyncio_debug_parse(sec, n, &x->t->layout, &ap->dl, err, sizeof(err))) {
 				ap->dl_state = -1;
 				ap->refused = 1;
@@ -550,12 +584,14 @@ static int section_layout(struct ctx *x, uint64_t now)
 			}
 		}
 	}
-	if (ap->dl_state != 1)
+	if (ap->dl_state != 1 && ap->dl_state != 2)
 		return -1;
 	x->l = &ap->dl;
+	x->py_tasks = pythread_offsets(x->t, &x->o, &gil) == 0;
 	x->o = x->t->layout.obj;
 	x->o.type_basicsize = ap->dl.type_basicsize;
-	return 0;
+	/* Without a section only pure-Python tasks can be read. */
+	return ap->dl_state == 1 || x->py_tasks ? 0 : -1;
 }
 
 /* The interpreter of a 3.14+ thread state, or 0. */

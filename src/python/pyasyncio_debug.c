@@ -108,8 +108,8 @@ static int check_task(const uint64_t *v, const struct py_layout *pl, char *err, 
 }
 
 /* What the section lacks, from _Py_DebugOffsets and the headers. */
-static int derive(const struct py_layout *pl, struct pyasyncio_layout *out, char *err,
-		  size_t errlen)
+int pyasyncio_debug_derive(const struct py_layout *pl, struct pyasyncio_layout *out,
+			   char *err, size_t errlen)
 {
 	unsigned tp_name = pl->code.type_name;
 
@@ -148,7 +148,7 @@ int pyasyncio_debug_parse(const uint8_t *sec, size_t len, const struct py_layout
 	l.task_coro = (uint16_t)v[TASK_CORO];
 	l.task_name = (uint16_t)v[TASK_NAME];
 	l.ts_task = (uint16_t)v[TS_RUNNING_TASK];
-	if (derive(pl, &l, err, errlen))
+	if (pyasyncio_debug_derive(pl, &l, err, errlen))
 		return -1;
 	*out = l;
 	return 0;

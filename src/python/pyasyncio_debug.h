@@ -30,6 +30,15 @@ int pyasyncio_debug_parse(const uint8_t *sec, size_t len, const struct py_layout
 			  struct pyasyncio_layout *out, char *err, size_t errlen);
 
 /*
+ * The part of the layout that needs no section: the coroutine and type
+ * offsets, from _Py_DebugOffsets (pl) and the headers, with no C Task
+ * (task_size, task_coro, task_name, ts_task 0). What pure-Python tasks
+ * need where _asyncio is not loaded. 0, or -1 with err as above. Pure.
+ */
+int pyasyncio_debug_derive(const struct py_layout *pl, struct pyasyncio_layout *out,
+			   char *err, size_t errlen);
+
+/*
  * Copies the section from the files t maps: an extension module named
  * "_asyncio.*" first, then the file holding the runtime (_asyncio built
  * in). 0 when found (*len bytes, at most cap), 1 when no mapped file has

@@ -36,6 +36,16 @@ static const size_t gil_u16[] = {
 	GU16(interp_ceval_gil), GU16(interp_gil), GU16(locked), GU16(last_holder),
 };
 
+#define CU16(m) offsetof(struct py_code_offsets, m)
+
+/* Compared, never taken: the object header, tuple and str fields both give
+ * say whether the entry describes the same structures at all. */
+static const size_t code_u16[] = {
+	CU16(ob_type), CU16(type_name), CU16(tuple_items), CU16(bytes_size),
+	CU16(bytes_sval), CU16(unicode_state), CU16(unicode_length),
+	CU16(unicode_ascii_size),
+};
+
 /* Fills the absent u16 fields of mine from gen; 1 if a field both have
  * differs. */
 static int merge16(void *mine, const void *gen, const size_t *offs, size_t n)
@@ -57,16 +67,21 @@ static int merge16(void *mine, const void *gen, const size_t *offs, size_t n)
 
 /*
  * _Py_DebugOffsets has only some of the object offsets thread names need;
- * the generated table of the same minor version has the rest, used only
- * when every field both give agrees (else the structures changed within
- * the minor version and the generated entry is not trusted).
+ * the generated table of the same minor version and build has the rest,
+ * used only when every field both give agrees (else the structures
+ * changed within the minor version and the generated entry is not
+ * trusted). An entry of the other build is never used: free-threaded
+ * objects have a 32-byte header, so every object offset differs.
  */
 static void complete_objects(struct py_layout *l, const struct py_layout *gen)
 {
 	struct py_object_offsets o = l->obj;
 	struct py_gil_offsets g = l->gil;
-	int conflict = merge16(&o, &gen->obj, obj_u16, sizeof(obj_u16) / sizeof(obj_u16[0]));
+	struct py_code_offsets c = l->code;
+	int conflict = gen->free_threaded != l->free_threaded;
 
+	conflict |= merge16(&c, &gen->code, code_u16, sizeof(code_u16) / sizeof(code_u16[0]));
+	conflict |= merge16(&o, &gen->obj, obj_u16, sizeof(obj_u16) / sizeof(obj_u16[0]));
 	conflict |= merge16(&g, &gen->gil, gil_u16, sizeof(gil_u16) / sizeof(gil_u16[0]));
 	if (g.runtime_gil == PY_NO_FIELD32)
 		g.runtime_gil = gen->gil.runtime_gil;
@@ -187,7 +202,7 @@ static int from_debug_offsets(const struct py_facts *f, struct py_layout *out, c
 		return -1;
 	row = py_row_find(hex >> 16 & 0xff, out->free_threaded);
 	if (row && row->objects_from_table) {
-		const struct py_layout *t = py_layout_find(3, row->minor);
+		const struct py_layout *t = py_layout_find(3, row->minor, row->free_threaded);
 
 		if (t)
 			complete_objects(out, t);
@@ -221,7 +236,8 @@ int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 {
 	unsigned major = f->version_hex >> 24, minor = f->version_hex >> 16 & 0xff;
 	const struct py_row *row = major == 3 ? py_row_find(minor, f->ft_name == 1) : NULL;
-	const struct py_layout *table = major == 3 ? py_layout_find(major, minor) : NULL;
+	const struct py_layout *table = major == 3 ? py_layout_find(major, minor, f->ft_name == 1) :
+						     NULL;
 
 	if (major == 3 && minor >= PY_DEBUG_OFFSETS_MINOR) {
 		if (from_debug_offsets(f, out, err, errlen))

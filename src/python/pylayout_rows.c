@@ -4,8 +4,16 @@
  * _Py_DebugOffsets, transcribed from CPython's headers; where each list
  * came from is written next to it. The offsets themselves are never
  * typed in here: up to 3.12 they are generated from DWARF
- * (pyoffsets_table.c), from 3.13 the target publishes them. The two
- * lookups at the end are the only way to a row.
+ * (pyoffsets_table.c), from 3.13 the target publishes them, and where a
+ * row says objects_from_table the object offsets _Py_DebugOffsets lacks
+ * (dict internals, module and type fields: thread names, asyncio task
+ * names) come from the generated DWARF entry of the same minor version
+ * and build (3.13 from pyenv's 3.13.0, 3.14 and 3.15 from Debian sid's
+ * 3.14.10 and 3.15.2 with their -dbg debug files). The free-threaded rows
+ * have no such entry: their objects' 32-byte header moves every offset,
+ * and no free-threaded build with debug info is in the generator's list,
+ * so thread names there fall back to the kernel's comm. The two lookups
+ * at the end are the only way to a row.
  *
  * Sources (3.13 on): CPython's release tags, read in the repository
  * sailfishos-mirror/cpython, a mirror of python/cpython that carries the
@@ -192,7 +200,7 @@ const struct py_row py_rows[] = {
 	  .owner_shim = 3, FT_ABI },
 	{ .minor = 14, .source = "_Py_DebugOffsets (3.14 layout, from headers at v3.14.0)", .debug = dbg_314,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
-	  .owner_shim = 3, .code_tag_mask = 3, GIL_ABI },
+	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, GIL_ABI },
 	{ .minor = 14, .free_threaded = 1, .debug = dbg_314,
 	  .source = "_Py_DebugOffsets (3.14t layout, from headers at v3.14.0)", .tlbc = 1, .str_interned_byte = 1,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
@@ -200,7 +208,7 @@ const struct py_row py_rows[] = {
 	{ .minor = 15, .source = "_Py_DebugOffsets (3.15 layout, from headers at v3.15.0rc1)", .debug = dbg_315,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15, read with the 3.15 layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
-	  .owner_shim = 3, .code_tag_mask = 3, GIL_ABI },
+	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, GIL_ABI },
 	{ .minor = 15, .free_threaded = 1, .debug = dbg_315,
 	  .source = "_Py_DebugOffsets (3.15t layout, from headers at v3.15.0rc1)", .tlbc = 1, .str_interned_byte = 1,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15t, read with the 3.15t layout)",

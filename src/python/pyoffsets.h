@@ -187,7 +187,9 @@ struct py_layout {
 					 * PYPERF_NO_FIELD */
 	uint8_t line_kind;		/* enum py_line_kind */
 	uint8_t gil_kind;		/* enum py_gil_kind */
-	uint8_t free_threaded;		/* a Py_GIL_DISABLED build */
+	uint8_t free_threaded;		/* a Py_GIL_DISABLED build (in the
+					 * generated table: the build the entry
+					 * was read from) */
 	/* From _Py_DebugOffsets (3.14+), for the asyncio task labels
 	 * (src/python/pyasyncio_debug.c): 0 or PYPERF_NO_FIELD when absent. */
 	uint32_t interp_size;		/* sizeof(PyInterpreterState) */
@@ -201,11 +203,15 @@ struct py_layout {
 	struct py_object_offsets obj;
 };
 
-/* The generated tables, one per minor version 3.6..3.13 (pyoffsets_table.c). */
+/* The generated tables, one per minor version 3.6..3.15 and build
+ * (pyoffsets_table.c). */
 extern const struct py_layout py_layouts[];
 extern const unsigned py_layouts_count;
 
-/* The table entry for a major.minor version, or NULL when none exists. */
-const struct py_layout *py_layout_find(unsigned major, unsigned minor);
+/* The table entry for a major.minor version of that build (free_threaded:
+ * a Py_GIL_DISABLED build), or NULL when none exists: a free-threaded
+ * build's objects have another header, so one build never gets the
+ * other's entry. */
+const struct py_layout *py_layout_find(unsigned major, unsigned minor, int free_threaded);
 
 #endif /* PYOFFSETS_H */

@@ -1,8 +1,15 @@
 /* GENERATED FILE - DO NOT EDIT.  Regenerate with src/python/gen-offsets.py.
  *
- * Per-minor-version offsets of the CPython structures pyperf-pprof reads,
- * taken by gdb from the DWARF debug info of these interpreters
- * ($PYENV_ROOT is the pyenv root, by default /root/.pyenv):
+ * Per-minor-version and per-build offsets of the CPython structures
+ * pyperf-pprof reads, taken by gdb from the DWARF debug info of these
+ * interpreters ($PYENV_ROOT is the pyenv root, by default /root/.pyenv;
+ * $PYPERF_SID_ROOT the test suite's Debian sid chroot, by default
+ * /var/cache/pyperf-pprof/sid, made by contrib/sid-chroot.sh; a debug
+ * file is found by the interpreter's build id under the --debug-dir,
+ * $PYPERF_SID_DEBUG: usr/lib/debug of
+ * python3.14-dbg_3.14.10-1_amd64.deb and python3.15-dbg_3.15.2-1_amd64.deb
+ * from Debian sid, the versions of the chroot's python3.14 and python3.15,
+ * unpacked with dpkg-deb -x):
  *
  *   3.6.15   $PYENV_ROOT/versions/3.6.15/lib/libpython3.6m.so
  *   3.7.16   $PYENV_ROOT/versions/3.7.16/lib/libpython3.7m.so
@@ -12,10 +19,13 @@
  *   3.11.7   $PYENV_ROOT/versions/3.11.7/lib/libpython3.11.so
  *   3.12.1   $PYENV_ROOT/versions/3.12.1/lib/libpython3.12.so
  *   3.13.0   $PYENV_ROOT/versions/3.13.0/lib/libpython3.13.so
+ *   3.14.10  $PYPERF_SID_ROOT/usr/bin/python3.14 (debug file .build-id/cc/cda113240f3ba4c016991793a62dc0cfe01613.debug)
+ *   3.15.2   $PYPERF_SID_ROOT/usr/bin/python3.15 (debug file .build-id/d4/1ac9e28ff414f10df5da23fb051683a7b4adcf.debug)
  *
  * Regenerate (and review the diff) with:
  *
  *   python3 src/python/gen-offsets.py \
+ *	--debug-dir $PYPERF_SID_DEBUG \
  *	$PYENV_ROOT/versions/3.6.15/lib/libpython3.6m.so \
  *	$PYENV_ROOT/versions/3.7.16/lib/libpython3.7m.so \
  *	$PYENV_ROOT/versions/3.8.18/lib/libpython3.8.so \
@@ -23,7 +33,9 @@
  *	$PYENV_ROOT/versions/3.10.13/lib/libpython3.10.so \
  *	$PYENV_ROOT/versions/3.11.7/lib/libpython3.11.so \
  *	$PYENV_ROOT/versions/3.12.1/lib/libpython3.12.so \
- *	$PYENV_ROOT/versions/3.13.0/lib/libpython3.13.so
+ *	$PYENV_ROOT/versions/3.13.0/lib/libpython3.13.so \
+ *	$PYPERF_SID_ROOT/usr/bin/python3.14 \
+ *	$PYPERF_SID_ROOT/usr/bin/python3.15
  *
  * and check it against every installed interpreter with
  * "python3 src/python/gen-offsets.py --check" or tests/check-offsets.sh.
@@ -31,19 +43,26 @@
  * PYPERF_NO_FIELD marks a field the version does not have.  The u32
  * runtime_* offsets use 0xffffffff for that: 3.6 has no _PyRuntime (use
  * the globals interp_head and _PyThreadState_Current), and 3.12+ has no
- * gilstate.tstate_current.  3.13+ entries are a fallback: at run time
- * those versions publish their own offsets in _Py_DebugOffsets, and the
- * generator checked that both agree.  frame_owner values differ by
- * version (3.11 has no CSTACK): the comment above each frame_owner
- * lists that version's FRAME_OWNED_BY_* values.
+ * gilstate.tstate_current.  3.13+ publish their own offsets in
+ * _Py_DebugOffsets at run time, and the generator checked that every
+ * field both give agrees; from their entries here the chooser takes only
+ * what _Py_DebugOffsets lacks (obj, some of gil), from the entry of the
+ * same minor version and build, and only when the target's own table
+ * agrees with it on every field both give.  free_threaded: a
+ * Py_GIL_DISABLED build ("t"), whose objects have a 32-byte header:
+ * py_layout_find() never answers one build with the other's entry.
+ * frame_owner values differ by version (3.11 has no CSTACK, 3.14 adds
+ * INTERPRETER): the comment above each frame_owner lists that version's
+ * FRAME_OWNED_BY_* values.
  *
  * gil: where struct _gil_runtime_state is (3.6 has none: static
  * gil_locked and gil_last_holder in ceval.c).  obj: what reading an
  * object's attribute takes (thread names, src/python/pythread.c); its signed
  * and enum fields are not in the debug info but transcribed from
  * CPython's headers (see gen-offsets.py), and use 0 for "none".  A
- * _Py_DebugOffsets layout has only some obj fields; src/python/pythread.c
- * takes the others from the entry here of the same minor version.
+ * _Py_DebugOffsets layout has only some obj fields; src/python/pylayout.c
+ * takes the others from the entry here of the same minor version and
+ * build.
  */
 
 #include <stddef.h>
@@ -54,6 +73,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.6.15 libpython3.6m.so */
 		.version_hex = 0x03060ff0,
 		.source = "3.6.15 libpython3.6m.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 0xffffffff,
 		.runtime_gil_holder = 0xffffffff,
 		.walk = {
@@ -139,6 +159,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.7.16 libpython3.7m.so */
 		.version_hex = 0x030710f0,
 		.source = "3.7.16 libpython3.7m.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 24,
 		.runtime_gil_holder = 1480,
 		.walk = {
@@ -224,6 +245,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.8.18 libpython3.8.so */
 		.version_hex = 0x030812f0,
 		.source = "3.8.18 libpython3.8.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 32,
 		.runtime_gil_holder = 1368,
 		.walk = {
@@ -309,6 +331,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.9.18 libpython3.9.so */
 		.version_hex = 0x030912f0,
 		.source = "3.9.18 libpython3.9.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 32,
 		.runtime_gil_holder = 568,
 		.walk = {
@@ -394,6 +417,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.10.13 libpython3.10.so */
 		.version_hex = 0x030a0df0,
 		.source = "3.10.13 libpython3.10.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 32,
 		.runtime_gil_holder = 568,
 		.walk = {
@@ -479,6 +503,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.11.7 libpython3.11.so */
 		.version_hex = 0x030b07f0,
 		.source = "3.11.7 libpython3.11.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 40,
 		.runtime_gil_holder = 576,
 		.walk = {
@@ -565,6 +590,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.12.1 libpython3.12.so */
 		.version_hex = 0x030c01f0,
 		.source = "3.12.1 libpython3.12.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 40,
 		.runtime_gil_holder = 0xffffffff,
 		.walk = {
@@ -651,6 +677,7 @@ const struct py_layout py_layouts[] = {
 	{	/* 3.13.0 libpython3.13.so */
 		.version_hex = 0x030d00f0,
 		.source = "3.13.0 libpython3.13.so",
+		.free_threaded = 0,
 		.runtime_interp_head = 632,
 		.runtime_gil_holder = 0xffffffff,
 		.walk = {
@@ -734,18 +761,193 @@ const struct py_layout py_layouts[] = {
 			.tpflag_inline_values = 0x4,
 		},
 	},
+	{	/* 3.14.10 python3.14 */
+		.version_hex = 0x030e0af0,
+		.source = "3.14.10 python3.14",
+		.free_threaded = 0,
+		.runtime_interp_head = 808,
+		.runtime_gil_holder = 0xffffffff,
+		.walk = {
+			.interp_tstate_head = 7344,
+			.ts_next = 8,
+			.ts_frame = 72,
+			.cframe_current_frame = PYPERF_NO_FIELD,
+			.ts_thread_id = 152,
+			.ts_native_thread_id = 160,
+			.frame_back = 8,
+			.frame_code = 0,
+			.frame_lasti = 56,
+			/* THREAD=0 GENERATOR=1 FRAME_OBJECT=2 CSTACK=4 INTERPRETER=3 */
+			.frame_owner = 74,
+			.frame_localsplus = PYPERF_NO_FIELD,
+			.frame_is_entry = PYPERF_NO_FIELD,
+			.frame_kind = PY_FRAMES_DIRECT,
+			.tid_kind = PY_TID_NATIVE,
+			.code_tag_mask = 3,
+		},
+		.code = {
+			.co_filename = 112,
+			.co_name = 120,
+			.co_qualname = 128,
+			.co_firstlineno = 68,
+			.co_linetable = 136,
+			.co_code_adaptive = 208,
+			.co_argcount = 52,
+			.co_varnames = PYPERF_NO_FIELD,
+			.unicode_state = 32,
+			.unicode_length = 16,
+			.unicode_ascii_size = 40,
+			.unicode_compact_size = 56,
+			.bytes_size = 16,
+			.bytes_sval = 32,
+			.tuple_items = 32,
+			.ob_type = 8,
+			.type_name = 24,
+		},
+		.gil = {
+			.runtime_gil = 0xffffffff,
+			.interp_ceval_gil = 16,
+			.interp_gil = 7784,
+			.locked = 16,
+			.last_holder = 8,
+		},
+		.obj = {
+			.ts_interp = 16,
+			.interp_modules = 7688,
+			.module_dict = 16,
+			.type_flags = 168,
+			.type_basicsize = 32,
+			.type_dictoffset = 288,
+			.heaptype_cached_keys = 880,
+			.dict_used = 16,
+			.dict_keys = 32,
+			.dict_values = 40,
+			.dk_size = PYPERF_NO_FIELD,
+			.dk_log2_size = 8,
+			.dk_log2_index_bytes = 9,
+			.dk_kind = 10,
+			.dk_kind_general = 0,
+			.dk_nentries = 24,
+			.dk_indices = 32,
+			.entry_size = 24,
+			.entry_hash = 0,
+			.entry_key = 8,
+			.entry_value = 16,
+			.uentry_size = 16,
+			.uentry_key = 0,
+			.uentry_value = 8,
+			.values_values = 8,
+			.values_valid = 3,
+			.long_size = 16,
+			.long_digit = 24,
+			.managed_dict = -24,
+			.managed_values = 0,
+			.managed_kind = PY_MANAGED_INLINE,
+			.long_kind = PY_LONG_LV_TAG,
+			.tpflag_managed_dict = 0x10,
+			.tpflag_inline_values = 0x4,
+		},
+	},
+	{	/* 3.15.2 python3.15 */
+		.version_hex = 0x030f02f0,
+		.source = "3.15.2 python3.15",
+		.free_threaded = 0,
+		.runtime_interp_head = 936,
+		.runtime_gil_holder = 0xffffffff,
+		.walk = {
+			.interp_tstate_head = 7336,
+			.ts_next = 8,
+			.ts_frame = 72,
+			.cframe_current_frame = PYPERF_NO_FIELD,
+			.ts_thread_id = 176,
+			.ts_native_thread_id = 184,
+			.frame_back = 8,
+			.frame_code = 0,
+			.frame_lasti = 56,
+			/* THREAD=0 GENERATOR=1 FRAME_OBJECT=2 INTERPRETER=3 */
+			.frame_owner = 74,
+			.frame_localsplus = PYPERF_NO_FIELD,
+			.frame_is_entry = PYPERF_NO_FIELD,
+			.frame_kind = PY_FRAMES_DIRECT,
+			.tid_kind = PY_TID_NATIVE,
+			.code_tag_mask = 3,
+		},
+		.code = {
+			.co_filename = 112,
+			.co_name = 120,
+			.co_qualname = 128,
+			.co_firstlineno = 68,
+			.co_linetable = 136,
+			.co_code_adaptive = 208,
+			.co_argcount = 52,
+			.co_varnames = PYPERF_NO_FIELD,
+			.unicode_state = 32,
+			.unicode_length = 16,
+			.unicode_ascii_size = 40,
+			.unicode_compact_size = 56,
+			.bytes_size = 16,
+			.bytes_sval = 32,
+			.tuple_items = 32,
+			.ob_type = 8,
+			.type_name = 24,
+		},
+		.gil = {
+			.runtime_gil = 0xffffffff,
+			.interp_ceval_gil = 16,
+			.interp_gil = 7736,
+			.locked = 16,
+			.last_holder = 8,
+		},
+		.obj = {
+			.ts_interp = 16,
+			.interp_modules = 7592,
+			.module_dict = 16,
+			.type_flags = 168,
+			.type_basicsize = 32,
+			.type_dictoffset = 288,
+			.heaptype_cached_keys = 888,
+			.dict_used = 16,
+			.dict_keys = 32,
+			.dict_values = 40,
+			.dk_size = PYPERF_NO_FIELD,
+			.dk_log2_size = 8,
+			.dk_log2_index_bytes = 9,
+			.dk_kind = 10,
+			.dk_kind_general = 0,
+			.dk_nentries = 24,
+			.dk_indices = 32,
+			.entry_size = 24,
+			.entry_hash = 0,
+			.entry_key = 8,
+			.entry_value = 16,
+			.uentry_size = 16,
+			.uentry_key = 0,
+			.uentry_value = 8,
+			.values_values = 8,
+			.values_valid = 3,
+			.long_size = 16,
+			.long_digit = 24,
+			.managed_dict = -24,
+			.managed_values = 0,
+			.managed_kind = PY_MANAGED_INLINE,
+			.long_kind = PY_LONG_LV_TAG,
+			.tpflag_managed_dict = 0x10,
+			.tpflag_inline_values = 0x4,
+		},
+	},
 };
 
 const unsigned py_layouts_count = sizeof(py_layouts) / sizeof(py_layouts[0]);
 
-const struct py_layout *py_layout_find(unsigned major, unsigned minor)
+const struct py_layout *py_layout_find(unsigned major, unsigned minor, int free_threaded)
 {
 	unsigned i;
 
 	for (i = 0; i < py_layouts_count; i++) {
 		uint32_t v = py_layouts[i].version_hex;
 
-		if (v >> 24 == major && (v >> 16 & 0xff) == minor)
+		if (v >> 24 == major && (v >> 16 & 0xff) == minor &&
+		    py_layouts[i].free_threaded == !!free_threaded)
 			return &py_layouts[i];
 	}
 	return NULL;

@@ -185,7 +185,7 @@ static int run(pid_t pid, int raw)
 		return 1;
 	}
 	printf("ok parse: Python 0x%08x, %s\n", hex, l.source);
-	gen = py_layout_find(hex >> 24, hex >> 16 & 0xff);
+	gen = py_layout_find(hex >> 24, hex >> 16 & 0xff, l.free_threaded);
 	if (gen)
 		compare("debug offsets vs generated:", &l, gen);
 	else

@@ -119,7 +119,7 @@ static uint32_t field(const struct py_layout *l, size_t i)
 /* Field by field: the 3.13 table gives exactly the generated entry. */
 static void test_313_matches_generated(void)
 {
-	const struct py_layout *gen = py_layout_find(3, 13);
+	const struct py_layout *gen = py_layout_find(3, 13, 0);
 	struct py_layout l;
 	uint32_t hex = 0;
 	char err[256] = "";

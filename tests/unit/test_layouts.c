@@ -17,9 +17,13 @@
  * Negative images must give a one-line refusal naming the field and both
  * values.
  *
- * Not covered: thread names on 3.14+ (the tables lack the dict internals
- * threading._active needs; the profiler falls back to the kernel's comm,
- * which 3.14's threading.Thread sets to its name).
+ * The generated DWARF table (pyoffsets_table.c) is checked entry by
+ * entry against the rows: one entry per minor version and build, the
+ * build's stable-ABI anchors, object offsets pythread accepts where a row
+ * takes them from the table, and a model image whose _Py_DebugOffsets
+ * disagrees with the entry (or is of the other build) gets none of them.
+ * Thread names themselves on 3.14+ run live (tests/threads.sh, Debian
+ * sid's 3.14.10 and 3.15.2).
  */
 #include "elffile.h"
 #include "pyasyncio.h"
@@ -1180,6 +1184,75 @@ static void test_asyncio_refusals(struct program *p, const struct shape *s)
 
 /* The rows themselves: one per version and build, no row without its
  * behaviour, and the chooser refuses versions without one. */
+/* Each generated entry: unique per minor and build, found by
+ * py_layout_find() for its own build only, with its build's object
+ * header, and complete object offsets where a row takes them. */
+static void test_tables(void)
+{
+	int bad = 0;
+
+	for (unsigned i = 0; i < py_layouts_count; i++) {
+		const struct py_layout *e = &py_layouts[i];
+		unsigned minor = e->version_hex >> 16 & 0xff;
+		const struct py_row *r = py_row_find(minor, e->free_threaded);
+		struct py_target t = { .layout = *e };
+		struct py_object_offsets o;
+		struct py_gil_offsets g;
+		int ok = r && py_layout_find(3, minor, e->free_threaded) == e &&
+			 e->code.ob_type == r->ob_type && e->code.bytes_size == r->var_ob_size &&
+			 e->code.tuple_items >= r->var_ob_size + 8;
+
+		if (r && r->objects_from_table)
+			ok = ok && pythread_offsets(&t, &o, &g) == 0 &&
+			     o.managed_kind == PY_MANAGED_INLINE && o.long_kind == PY_LONG_LV_TAG &&
+			     o.managed_dict == (e->free_threaded ? -8 : -24);
+		check(ok, "generated %s (3.%u%s): unique, its build's header (ob_type %u), objects %s",
+		      e->source, minor, e->free_threaded ? "t" : "", e->code.ob_type,
+		      r && r->objects_from_table ? "usable" : "not taken by the row");
+		bad += !ok;
+	}
+	for (size_t i = 0; i < py_rows_count; i++) {
+		const struct py_row *r = &py_rows[i];
+
+		if (r->objects_from_table && !py_layout_find(3, r->minor, r->free_threaded))
+			bad++, check(0, "row 3.%u%s takes objects from a table entry that is missing",
+				     r->minor, r->free_threaded ? "t" : "");
+	}
+	check(py_layout_find(3, 14, 0) && py_layout_find(3, 15, 0) &&
+	      py_layout_find(3, 14, 1) != py_layout_find(3, 14, 0) &&
+	      py_layout_find(3, 15, 1) != py_layout_find(3, 15, 0) &&
+	      py_layout_find(3, 13, 1) != py_layout_find(3, 13, 0),
+	      "3.14 and 3.15 GIL entries present; a free-threaded build never gets a GIL entry");
+	check(!bad, "%u generated entries consistent with the rows", py_layouts_count);
+}
+
+/*
+ * The model images' _Py_DebugOffsets (offsetof() of the models above)
+ * disagree with the real builds' entries where both give a field (the
+ * model's PyInterpreterState folds members, so imports_modules moves), or
+ * are free-threaded with no entry of their build: either way the chooser
+ * must leave the object offsets it would take from the table absent, and
+ * thread names unread, rather than mix two layouts.
+ */
+static void test_table_not_mixed(struct program *p, const struct shape *s)
+{
+	const struct py_layout *gen = py_layout_find(3, s->hex >> 16 & 0xff, s->ft);
+	struct py_object_offsets o;
+	struct py_gil_offsets g;
+	struct py_target t;
+	struct py_layout l;
+	char err[512];
+
+	make_program(p, s, 0);
+	if (choose(p, s->file, s->hex, &l, err, sizeof(err)))
+		return;
+	t = (struct py_target){ .layout = l };
+	check(l.obj.dk_indices == PYPERF_NO_FIELD && pythread_offsets(&t, &o, &g) != 0 &&
+	      (s->ft ? !gen : gen && gen->obj.interp_modules != l.obj.interp_modules),
+	      "%s: no object offsets from the table (%s; imports_modules %u)", s->name,
+	      s->ft ? "no entry of this build" : "the entry disagrees", l.obj.interp_modules);
+}
+
 static void test_rows(struct program *p)
 {
 	char err[512];
@@ -1219,6 +1292,9 @@ int main(void)
 		test_asyncio_refusals(&p, &shapes[i]);
 	}
 	test_rows(&p);
+	test_tables();
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		test_table_not_mixed(&p, &shapes[i]);
 	free(p.im.mem);
 	return check_exit();
 }

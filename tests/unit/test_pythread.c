@@ -178,7 +178,7 @@ static const char *name_of(const struct expect *ex, uint64_t ident)
  * generated entry of the same minor version. */
 static void compare_debug_layout(const struct py_target *t)
 {
-	const struct py_layout *gen = py_layout_find(t->major, t->minor);
+	const struct py_layout *gen = py_layout_find(t->major, t->minor, t->layout.free_threaded);
 	const struct { const char *name; uint16_t got, want; } f[] = {
 #define F(m) { #m, t->layout.m, gen ? gen->m : 0 }
 		F(obj.ts_interp), F(obj.interp_modules), F(obj.type_flags), F(obj.dict_keys),

@@ -451,7 +451,7 @@ static void test_compact(struct env *e)
 
 int main(void)
 {
-	const struct py_layout *l = py_layout_find(3, 12);
+	const struct py_layout *l = py_layout_find(3, 12, 0);
 	struct env *e = calloc(1, sizeof(*e));
 	void *page;
 
