@@ -1,8 +1,11 @@
 """Checks a profile of one of tests/workloads/*.py, read with go tool pprof.
 
 Scenarios:
-  ratio    leaf <- heavy|light <- main <- <module>, heavy:light = 3:1 +-25%,
-           leaf frames carry line numbers inside leaf()'s body
+  ratio    leaf <- heavy|light <- main <- <module>, heavy:light within 25%
+           of the split the workload measured over the profile's time
+           window (--truth: its output; 3:1, the iteration count, where
+           the interpreter has no thread CPU clock), leaf frames carry
+           line numbers inside leaf()'s body
   methods  Parser.run, Encoder.run and Encoder.build stay apart
   deep     every one of the 150 recurse frames is present
   threads  each of the 8 busy threads' functions is found
@@ -42,6 +45,38 @@ def weight_where(prof, pred):
     return sum(v[-1] for v, frames, _ in python_view(prof) if pred([f[0] for f in frames], frames))
 
 
+def measured_split(path, prof):
+    """heavy:light CPU time the ratio workload measured over the profile's
+    window, from its "split WALL HEAVY LIGHT EMPTY" lines (cumulative);
+    None when it printed none (no thread CPU clock: Python 2.7). The empty
+    interval's cost is taken off both: each of heavy's and light's timed
+    intervals holds the clock's own cost once, as the empty one does."""
+    rows = []
+    for line in open(path):
+        f = line.split()
+        if len(f) == 5 and f[0] == "split":
+            rows.append([float(x) for x in f[1:]])
+    if not rows:
+        return None
+    t0 = prof.time_ns / 1e9
+    t1 = t0 + prof.duration_s
+    # The lines nearest the window's ends: 50 ms apart, and the workload
+    # may be stopped less than 50 ms after the profile's end.
+    a = min(rows, key=lambda r: abs(r[0] - t0))
+    b = min(rows, key=lambda r: abs(r[0] - t1))
+    if abs(a[0] - t0) > 0.25 or abs(b[0] - t1) > 0.25:
+        raise ValueError("the workload's split lines (%.2f-%.2f) do not cover the profile's "
+                         "window %.2f-%.2f" % (rows[0][0], rows[-1][0], t0, t1))
+    empty = b[3] - a[3]
+    heavy, light = b[1] - a[1] - empty, b[2] - a[2] - empty
+    print("measured by the workload over %.2f s: heavy %.0f ms, light %.0f ms CPU "
+          "(timing cost %.0f ms taken off each)"
+          % (b[0] - a[0], 1e3 * heavy, 1e3 * light, 1e3 * empty))
+    if light <= 0:
+        raise ValueError("the workload measured no CPU time in light()")
+    return heavy / light
+
+
 def check_ratio(prof, args, errors):
     weights = {}
     for mid in ("heavy", "light"):
@@ -56,13 +91,22 @@ def check_ratio(prof, args, errors):
           % (weights["heavy"], weights["light"], 100.0 * chained / max(total, 1)))
     if chained < 0.8 * total:
         errors.append("less than 80% of the weight is in leaf<-heavy|light<-main<-<module>")
+    truth, how = 3.0, "the iteration count, not measured"
+    if args.truth:
+        try:
+            measured = measured_split(args.truth, prof)
+        except (ValueError, TypeError) as e:
+            errors.append("no measured split: %s" % e)
+            measured = truth = None
+        if measured is not None:
+            truth, how = measured, "measured"
     if weights["light"] == 0:
         errors.append("no samples under light()")
-    else:
+    elif truth is not None:
         ratio = float(weights["heavy"]) / weights["light"]
-        print("ratio heavy/light: %.2f (truth 3.00)" % ratio)
-        if not 2.25 <= ratio <= 3.75:
-            errors.append("ratio %.2f outside 3 +-25%%" % ratio)
+        print("ratio heavy/light: %.2f (truth %.2f, %s)" % (ratio, truth, how))
+        if not 0.75 * truth <= ratio <= 1.25 * truth:
+            errors.append("ratio %.2f outside %.2f +-25%% (%s)" % (ratio, truth, how))
     if bad:
         errors.append("leaf line numbers %s outside leaf body %d-%d"
                       % (sorted(bad), body[0], body[1]))
@@ -192,6 +236,7 @@ def main():
                     choices=("ratio", "methods", "deep", "threads", "truncated", "native"))
     ap.add_argument("--extension", action="store_true",
                     help="native: also check the cbext Python->C->Python->C chain")
+    ap.add_argument("--truth", help="ratio: the workload's output (its measured split)")
     ap.add_argument("profile")
     args = ap.parse_args()
     prof = pprof_raw.run_raw(args.profile, args.go)

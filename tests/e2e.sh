@@ -123,7 +123,9 @@ fi
 
 for s in $SCENARIOS; do
 	case $s in
-	ratio) run_scenario ratio ratio.py 3000 ;;
+	# The workload prints its measured heavy:light split: the check
+	# compares the profile with that (check_profile.py --truth).
+	ratio) run_scenario ratio ratio.py 3000 "" "--truth $work/ready" ;;
 	methods) run_scenario methods methods.py 1500 ;;
 	deep) run_scenario deep deep.py 1000 ;;
 	threads) run_scenario threads threads.py 2000 ;;

@@ -3,6 +3,7 @@
 Parsing pprof's own text output (rather than decoding the protobuf
 ourselves) means the tests see exactly what users of go tool pprof see.
 """
+import datetime
 import os
 import re
 import subprocess
@@ -19,6 +20,8 @@ class Profile(object):
         self.sample_types = []
         self.samples = []       # dicts: values, locs (leaf first), labels
         self.locations = {}     # id -> list of (function, file, line), inner first
+        self.time_ns = None     # time_nanos: when sampling began (epoch ns)
+        self.duration_s = None  # duration_nanos, as pprof prints it (10 ms steps)
 
     def stacks(self):
         """Yields (values, frames leaf first, labels); frames are
@@ -45,6 +48,10 @@ def parse_raw(text):
     for line in text.splitlines():
         if line.startswith("Comment: "):
             p.comments.append(line[len("Comment: "):])
+        elif line.startswith("Time: ") and section is None:
+            p.time_ns = parse_time(line[len("Time: "):])
+        elif line.startswith("Duration: ") and section is None:
+            p.duration_s = float(line[len("Duration: "):])
         elif line in ("Samples:", "Locations", "Mappings"):
             section = line
         elif section == "Samples:":
@@ -52,6 +59,15 @@ def parse_raw(text):
         elif section == "Locations":
             _parse_location_line(p, line)
     return p
+
+
+def parse_time(text):
+    """go's time.Time.String(), "2026-12-02 08:37:08.454289793 +0000 UTC",
+    as epoch nanoseconds."""
+    date, clock, zone = text.split()[:3]
+    whole, _, frac = clock.partition(".")
+    t = datetime.datetime.strptime(date + " " + whole + " " + zone, "%Y-%m-%d %H:%M:%S %z")
+    return int(t.timestamp()) * 10**9 + int((frac + "000000000")[:9])
 
 
 def _parse_sample_line(p, line):
