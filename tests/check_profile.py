@@ -48,16 +48,19 @@ def weight_where(prof, pred):
 def measured_split(path, prof):
     """heavy:light CPU time the ratio workload measured over the profile's
     window, from its "split WALL HEAVY LIGHT EMPTY" lines (cumulative);
-    None when it printed none (no thread CPU clock: Python 2.7). The empty
+    None when it has no thread CPU clock to measure with (Python 2.7:
+    "split none"). The empty
     interval's cost is taken off both: each of heavy's and light's timed
     intervals holds the clock's own cost once, as the empty one does."""
     rows = []
     for line in open(path):
         f = line.split()
+        if f[:2] == ["split", "none"]:
+            return None
         if len(f) == 5 and f[0] == "split":
             rows.append([float(x) for x in f[1:]])
     if not rows:
-        return None
+        raise ValueError("%s holds no split line" % path)
     t0 = prof.time_ns / 1e9
     t1 = t0 + prof.duration_s
     # The lines nearest the window's ends: 50 ms apart, and the workload

@@ -52,6 +52,8 @@ def main():
     spent = [0.0, 0.0, 0.0]    # heavy, light, empty interval
     report = 0.0
     sys.stdout.write("ready\n")
+    if not clock:
+        sys.stdout.write("split none (no thread CPU clock)\n")
     sys.stdout.flush()
     while True:
         now = time.time()
