@@ -1429,7 +1429,13 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		w.off = &cfg->off;
 		w.s = s;
 		w.frame = first_frame(&cfg->off, tstate, &w.cframe, &w.err);
-		bpf_loop(PYPERF_MAX_FRAMES + 1, walk_step, &w, 0);
+		/* Two steps a frame at most: under -X perf every call has
+		 * its shim frame (3.12+). */
+		bpf_loop(2 * PYPERF_MAX_FRAMES + 2, walk_step, &w, 0);
+		/* A chain still going when the steps ran out is cut, never
+		 * silently short. */
+		if (w.frame && !w.err && !(s->h.flags & SAMPLE_F_BAD_CHAIN))
+			s->h.flags |= SAMPLE_F_TRUNCATED;
 		if (cfg->off.entry_kind != PY_ENTRY_EVERY)
 			s->h.flags |= SAMPLE_F_ANCHORED;
 		if (w.err) {
