@@ -62,6 +62,14 @@ if [ -n "${PYPERF_SID_DEBUG:-}" ]; then
 else
 	echo "note: PYPERF_SID_DEBUG is not set: the 3.14 and 3.15 entries (Debian sid's, from python3.X-dbg) are not re-derived"
 fi
-echo "checking $top/src/python/pyoffsets_table.c against $root/versions/* and $sid/usr/bin/python3.1[45]"
-exec "$python" "$gen" --check --pyenv-root "$root" --sid-root "$sid" "$@" \
+# The free-threaded entries come from builds of CPython's release tags
+# ($PYPERF_FT_ROOT, see the table's header); a machine without them (CI)
+# checks the rest, and says so.
+ft=${PYPERF_FT_ROOT:-/opt/cpython-ft}
+if ! ls "$ft"/3.*t/lib/libpython3.*t.so >/dev/null 2>&1; then
+	echo "note: no free-threaded builds under $ft (PYPERF_FT_ROOT): the 3.13t, 3.14t and 3.15t entries are not re-derived"
+fi
+echo "checking $top/src/python/pyoffsets_table.c against $root/versions/*, $sid/usr/bin/python3.1[45] and $ft/3.*t"
+exec "$python" "$gen" --check --pyenv-root "$root" --sid-root "$sid" \
+	--ft-root "$ft" "$@" \
 	--table "$top/src/python/pyoffsets_table.c"

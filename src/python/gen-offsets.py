@@ -18,7 +18,8 @@ Usage:
                         libpython3.14t.so, is a free-threaded build)
     gen-offsets.py --check [--debug-dir DIR] [LIB...]
                         compare LIBs (default: every libpython under the
-                        pyenv root, and python3.14/3.15 of the sid chroot)
+                        pyenv root, python3.14/3.15 of the sid chroot, and
+                        the free-threaded builds under --ft-root)
                         with the committed table
 
 --check exits 0 when everything matches, 1 on a mismatch (printing the
@@ -40,6 +41,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_TABLE = os.path.join(HERE, "pyoffsets_table.c")
 DEFAULT_PYENV_ROOT = "/root/.pyenv"
 DEFAULT_SID_ROOT = "/var/cache/pyperf-pprof/sid"
+# Free-threaded builds from CPython's release tags, one prefix per build
+# (3.13t/, 3.14t/, 3.15t/), configured --disable-gil --enable-shared with
+# debug info: no distribution ships one with DWARF the suite could use.
+DEFAULT_FT_ROOT = "/opt/cpython-ft"
 # How the maintainer got the debug files of the sid interpreters, for the
 # table's header (Debian does not serve them through the chroot's apt
 # sources the suite uses, and they are never installed there).
@@ -634,7 +639,10 @@ HEADER = """\
  * pyperf-pprof reads, taken by gdb from the DWARF debug info of these
  * interpreters ($PYENV_ROOT is the pyenv root, by default /root/.pyenv;
  * $PYPERF_SID_ROOT the test suite's Debian sid chroot, by default
- * /var/cache/pyperf-pprof/sid, made by contrib/sid-chroot.sh; a debug
+ * /var/cache/pyperf-pprof/sid, made by contrib/sid-chroot.sh;
+ * $PYPERF_FT_ROOT free-threaded builds of CPython's release tags, by
+ * default /opt/cpython-ft, one prefix per build (3.13t/ ...) configured
+ * with --disable-gil --enable-shared and debug info; a debug
  * file is found by the interpreter's build id under the --debug-dir,
  * %(debug)s):
  *
@@ -758,7 +766,14 @@ def find_sid(sid_root):
 
 def roots(args):
     """The directories the table's header names by a variable."""
-    return [("PYENV_ROOT", args.pyenv_root), ("PYPERF_SID_ROOT", args.sid_root)]
+    return [("PYENV_ROOT", args.pyenv_root), ("PYPERF_SID_ROOT", args.sid_root),
+            ("PYPERF_FT_ROOT", args.ft_root)]
+
+
+def find_ft(ft_root):
+    """The free-threaded libpython3.Xt of each build under the FT root."""
+    pattern = os.path.join(ft_root, "3.*t", "lib", "libpython3.*t.so")
+    return sorted(glob.glob(pattern), key=version_key)
 
 
 def find_libs(pyenv_root):
@@ -857,7 +872,7 @@ def check(args):
         print("SKIP: gdb is not installed; it reads the offsets")
         return EXIT_SKIP
     libs = args.libs or (find_libs(args.pyenv_root)
-                         + find_sid(args.sid_root))
+                         + find_sid(args.sid_root) + find_ft(args.ft_root))
     libs = [p for p in libs if os.path.exists(p)]
     if not libs:
         print("SKIP: no CPython library found (looked under %s/versions)"
@@ -904,6 +919,11 @@ def main():
                     help="the Debian sid chroot whose python3.14 and"
                     " python3.15 --check also reads (default"
                     " $PYPERF_SID_ROOT or %s)" % DEFAULT_SID_ROOT)
+    ap.add_argument("--ft-root",
+                    default=os.environ.get("PYPERF_FT_ROOT") or DEFAULT_FT_ROOT,
+                    help="where the free-threaded builds --check also reads"
+                    " are (FT_ROOT/3.Xt/lib/libpython3.Xt.so; default"
+                    " $PYPERF_FT_ROOT or %s)" % DEFAULT_FT_ROOT)
     ap.add_argument("--pyenv-root",
                     default=os.environ.get("PYENV_ROOT") or DEFAULT_PYENV_ROOT,
                     help="where pyenv keeps versions/ (default $PYENV_ROOT"

@@ -9,10 +9,10 @@
  * (dict internals, module and type fields: thread names, asyncio task
  * names) come from the generated DWARF entry of the same minor version
  * and build (3.13 from pyenv's 3.13.0, 3.14 and 3.15 from Debian sid's
- * 3.14.10 and 3.15.2 with their -dbg debug files). The free-threaded rows
- * have no such entry: their objects' 32-byte header moves every offset,
- * and no free-threaded build with debug info is in the generator's list,
- * so thread names there fall back to the kernel's comm. The two lookups
+ * 3.14.10 and 3.15.2 with their -dbg debug files; the free-threaded rows,
+ * whose objects' 32-byte header moves every offset, from their own
+ * builds' entries, 3.13.15t, 3.14.7t and 3.15.0rc1t, built from the
+ * release tags). The two lookups
  * at the end are the only way to a row.
  *
  * Sources (3.13 on): CPython's release tags, read in the repository
@@ -197,14 +197,14 @@ const struct py_row py_rows[] = {
 	{ .minor = 13, .free_threaded = 1, .debug = dbg_313,
 	  .source = "_Py_DebugOffsets (3.13t layout, from headers at v3.13.0)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
-	  .owner_shim = 3, FT_ABI },
+	  .owner_shim = 3, .objects_from_table = 1, FT_ABI },
 	{ .minor = 14, .source = "_Py_DebugOffsets (3.14 layout, from headers at v3.14.0)", .debug = dbg_314,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, GIL_ABI },
 	{ .minor = 14, .free_threaded = 1, .debug = dbg_314,
 	  .source = "_Py_DebugOffsets (3.14t layout, from headers at v3.14.0)", .tlbc = 1, .str_interned_byte = 1,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
-	  .owner_shim = 3, .code_tag_mask = 3, FT_ABI },
+	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, FT_ABI },
 	{ .minor = 15, .source = "_Py_DebugOffsets (3.15 layout, from headers at v3.15.0rc1)", .debug = dbg_315,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15, read with the 3.15 layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
@@ -213,7 +213,7 @@ const struct py_row py_rows[] = {
 	  .source = "_Py_DebugOffsets (3.15t layout, from headers at v3.15.0rc1)", .tlbc = 1, .str_interned_byte = 1,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15t, read with the 3.15t layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
-	  .owner_shim = 3, .code_tag_mask = 3, FT_ABI },
+	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, FT_ABI },
 };
 
 const size_t py_rows_count = sizeof(py_rows) / sizeof(py_rows[0]);
