@@ -49,10 +49,12 @@ struct pyasyncio_layout {
 	/* 3.14+ only (src/python/pyasyncio_debug.c); 0 in the DWARF rows: */
 	uint16_t ts_task;	/* _PyThreadStateImpl.asyncio_running_task */
 	uint16_t type_basicsize;	/* PyTypeObject.tp_basicsize */
+	int free_threaded;	/* a Py_GIL_DISABLED build's row */
 };
 
-/* The table entry of 3.minor, or NULL. */
-const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor);
+/* The table entry of 3.minor of that build, or NULL. */
+const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor,
+						     int free_threaded);
 
 /*
  * The label of a task named name (NULL: no name, 3.7; default: the name

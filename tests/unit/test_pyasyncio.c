@@ -5,7 +5,8 @@
  * test_pyasyncio refuse PID MINOR
  *
  *   format  the label format and the default-name test (pure);
- *   layout  prints the offset table row of 3.MINOR, "field value" per
+ *   layout  prints the offset table row of 3.MINOR (13t: of the
+ *           free-threaded build), "field value" per
  *           line, for tests/unit/test_pyasyncio.sh to compare with DWARF;
  *   live    PID runs tests/workloads/asyncio_tasks.py --side-thread with
  *           a turn so long that the first task of each thread burns CPU
@@ -56,12 +57,15 @@ static void format_checks(void)
 	check(!strcmp(b, "a-very-long"), "truncated to the buffer (%s)", b);
 }
 
-static int layout(unsigned minor)
+/* minor: "13", or "13t" for the free-threaded build's row. */
+static int layout(const char *minor)
 {
-	const struct pyasyncio_layout *l = pyasyncio_layout_find(3, minor);
+	char *end;
+	unsigned m = (unsigned)strtoul(minor, &end, 10);
+	const struct pyasyncio_layout *l = pyasyncio_layout_find(3, m, *end == 't');
 
 	if (!l) {
-		printf("FAIL no table row for 3.%u\n", minor);
+		printf("FAIL no table row for 3.%s\n", minor);
 		return 1;
 	}
 	printf("task_size %u\ntask_coro %u\ntask_name %u\ncoro_size %u\ncr_code %u\n"
@@ -213,7 +217,7 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "format")) {
 		format_checks();
 	} else if (argc == 3 && !strcmp(argv[1], "layout")) {
-		return layout((unsigned)strtoul(argv[2], NULL, 10));
+		return layout(argv[2]);
 	} else if (argc == 4 && !strcmp(argv[1], "refuse")) {
 		if (refuse(strtol(argv[2], NULL, 10), (unsigned)strtoul(argv[3], NULL, 10)))
 			return 1;

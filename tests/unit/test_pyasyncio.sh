@@ -39,10 +39,11 @@ off() {
 }
 
 # dwarf VERSION: the table row of 3.x as derived from the pyenv build.
+# dwarf PREFIX 3.X[t]: the row as the DWARF of that installation says.
 dwarf() {
-	v=$1 m=${1%.*}
-	so=$(ls "$root/versions/$v/lib/python$m/lib-dynload/"_asyncio*.so 2>/dev/null | head -1)
-	lib=$(ls "$root/versions/$v/lib/"libpython$m*.so.1.0 2>/dev/null | head -1)
+	m=$2
+	so=$(ls "$1/lib/python$m/lib-dynload/"_asyncio*.so 2>/dev/null | head -1)
+	lib=$(ls "$1/lib/"libpython$m*.so.1.0 2>/dev/null | head -1)
 	[ -n "$so" ] && [ -n "$lib" ] || return 1
 	gdb -batch -ex 'ptype/o TaskObj' "$so" > "$work/task" 2>/dev/null
 	gdb -batch -ex 'ptype/o PyCoroObject' "$lib" > "$work/coro" 2>/dev/null
@@ -102,7 +103,7 @@ for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
 	"$driver" layout "${m#3.}" > "$work/table"
 	if ! command -v gdb >/dev/null 2>&1; then
 		echo "# no gdb: the $v table row is not compared with DWARF"
-	elif ! dwarf "$v" > "$work/dwarf"; then
+	elif ! dwarf "$root/versions/$v" "$m" > "$work/dwarf"; then
 		echo "FAIL $v: no _asyncio extension or libpython to read DWARF from"; failed=1
 	elif diff "$work/table" "$work/dwarf" > "$work/diff"; then
 		echo "ok $v table row = DWARF"
@@ -141,6 +142,34 @@ if [ -x /usr/bin/python3.11 ]; then
 	fi
 	live /usr/bin/python3.11 alpha side
 	live /usr/bin/python3.11 alpha side --py-task
+fi
+# The free-threaded 3.13t row, from a build of v3.13.15 with debug info
+# ($PYPERF_FT_ROOT, see src/python/pyoffsets_table.c); CI has none.
+ft=${PYPERF_FT_ROOT:-/opt/cpython-ft}/3.13t
+if [ -x "$ft/bin/python3.13t" ]; then
+	ran=$((ran + 1))
+	refuse_as=
+	"$driver" layout 13t > "$work/table"
+	if ! command -v gdb >/dev/null 2>&1; then
+		echo "# no gdb: the 3.13t table row is not compared with DWARF"
+	elif ! dwarf "$ft" 3.13t > "$work/dwarf"; then
+		echo "FAIL 3.13t: no _asyncio extension or libpython to read DWARF from"; failed=1
+	elif diff "$work/table" "$work/dwarf" > "$work/diff"; then
+		echo "ok 3.13t table row = DWARF"
+	else
+		echo "FAIL 3.13t table row differs from DWARF (< table, > DWARF):"; cat "$work/diff"; failed=1
+	fi
+	sizes=$("$ft/bin/python3.13t" -c 'import _asyncio, types; print(_asyncio.Task.__basicsize__, types.CoroutineType.__basicsize__)')
+	want="$(sed -n 's/^task_size //p' "$work/table") $(sed -n 's/^coro_size //p' "$work/table")"
+	if [ "$sizes" = "$want" ]; then
+		echo "ok 3.13t Task and coroutine basicsize $sizes"
+	else
+		echo "FAIL 3.13t Task and coroutine basicsize: interpreter $sizes, table $want"; failed=1
+	fi
+	live "$ft/bin/python3.13t" alpha side
+	live "$ft/bin/python3.13t" alpha side --py-task
+else
+	echo "# $ft/bin/python3.13t: not present (free-threaded 3.13t row not checked)"
 fi
 if [ $ran = 0 ]; then
 	echo "SKIP: no CPython 3.7 to 3.13 present"
