@@ -834,13 +834,15 @@ def check_one(path, args, committed):
         return "bad", None
     diffs = compare_entry(values, entry)
     if diffs:
-        print("MISMATCH %s vs the %d.%d entry from %s:"
-              % (label, interp.major, interp.minor, entry["source"]))
+        print("MISMATCH %s vs the %d.%d%s entry from %s:"
+              % (label, interp.major, interp.minor,
+                 "t" if interp.free_threaded else "", entry["source"]))
         for d in diffs:
             print("           " + d)
     else:
-        print("OK       %s matches the %d.%d entry from %s"
-              % (label, interp.major, interp.minor, entry["source"]))
+        print("OK       %s matches the %d.%d%s entry from %s"
+              % (label, interp.major, interp.minor,
+                 "t" if interp.free_threaded else "", entry["source"]))
     # Returned even on a mismatch: the whole-file diff shows it in context.
     return "bad" if diffs else "ok", (interp, values, owners)
 

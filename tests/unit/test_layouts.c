@@ -1229,10 +1229,11 @@ static void test_tables(void)
 /*
  * The model images' _Py_DebugOffsets (offsetof() of the models above)
  * disagree with the real builds' entries where both give a field (the
- * model's PyInterpreterState folds members, so imports_modules moves), or
- * are free-threaded with no entry of their build: either way the chooser
- * must leave the object offsets it would take from the table absent, and
- * thread names unread, rather than mix two layouts.
+ * model's PyInterpreterState folds members, so imports_modules moves),
+ * free-threaded builds included (their entries come from real 3.13.15t,
+ * 3.14.7t and 3.15.0rc1t): the chooser must leave the object offsets it
+ * would take from the table absent, and thread names unread, rather than
+ * mix two layouts.
  */
 static void test_table_not_mixed(struct program *p, const struct shape *s)
 {
@@ -1248,9 +1249,11 @@ static void test_table_not_mixed(struct program *p, const struct shape *s)
 		return;
 	t = (struct py_target){ .layout = l };
 	check(l.obj.dk_indices == PYPERF_NO_FIELD && pythread_offsets(&t, &o, &g) != 0 &&
-	      (s->ft ? !gen : gen && gen->obj.interp_modules != l.obj.interp_modules),
-	      "%s: no object offsets from the table (%s; imports_modules %u)", s->name,
-	      s->ft ? "no entry of this build" : "the entry disagrees", l.obj.interp_modules);
+	      gen && gen->free_threaded == s->ft &&
+	      gen->obj.interp_modules != l.obj.interp_modules,
+	      "%s: no object offsets from the table (the entry disagrees; imports_modules %u,"
+	      " the entry's %u)", s->name, l.obj.interp_modules,
+	      gen ? gen->obj.interp_modules : 0);
 }
 
 static void test_rows(struct program *p)
