@@ -87,9 +87,9 @@ static int unreadable_frame(struct sample_sink *k, size_t *n, int entry, int aft
  * f), by which the BPF walk numbers its eval-loop anchors. 0, or -1 if out
  * of memory. */
 static int python_frame(struct sample_sink *k, const struct py_target *t,
-			const struct py_frame_rec *f, uint64_t mid, size_t *np, int *bad)
+			const struct py_frame_rec *f, uint64_t mid, uint64_t prof, size_t *np,
+			int *bad)
 {
-	uint64_t prof = profile_serial(k->prof);
 	uint64_t key = pysym_frame_key(k->syms, t, f->code, f->self);
 	struct loc_memo *m = memo_slot(k, key, f->lasti);
 	struct pyframe_info fi;
@@ -151,7 +151,7 @@ keep:
 static int python_frames(struct sample_sink *k, const struct py_target *t,
 			 const struct py_sample *s, size_t *np, int *cut)
 {
-	uint64_t mid = interpreter_mapping(k, t);
+	uint64_t mid = interpreter_mapping(k, t), prof = profile_serial(k->prof);
 	size_t n = 0;
 	int bad = 0;		/* the last frame kept is a placeholder */
 
@@ -166,7 +166,7 @@ static int python_frames(struct sample_sink *k, const struct py_target *t,
 	}
 	k->group = 0;
 	for (unsigned i = 0; i < s->h.nframes; i++) {
-		if (python_frame(k, t, &s->frames[i], mid, &n, &bad))
+		if (python_frame(k, t, &s->frames[i], mid, prof, &n, &bad))
 			return -1;
 		if (s->frames[i].flags & FRAME_F_ENTRY)
 			k->group++;
