@@ -36,7 +36,27 @@ remove() {
 	rm -rf --one-file-system "$1"
 }
 
+# The interpreters' debug files, unpacked beside the chroot, never installed
+# in it (its interpreters stay as users have them): tests/check-offsets.sh
+# re-derives the 3.14 and 3.15 offset entries from them. The versions are
+# the chroot's own, so the build ids match.
+debug_files() {
+	dbg=${PYPERF_SID_DEBUG_ROOT:-/var/cache/pyperf-pprof/sid-dbg}
+	[ -d "$dbg/usr/lib/debug/.build-id" ] && return 0
+	rm -rf "$1/tmp/pyperf-dbg" "$dbg.new"
+	mkdir -p "$1/tmp/pyperf-dbg" "$dbg.new"
+	chroot "$1" sh -c 'cd /tmp/pyperf-dbg && apt-get -q -o Acquire::Check-Valid-Until=false download \
+		python3.14-dbg="$(dpkg-query -W -f "\${Version}" python3.14-minimal)" \
+		python3.15-dbg="$(dpkg-query -W -f "\${Version}" python3.15-minimal)"' >/dev/null 2>&1 ||
+		{ echo "sid-chroot: cannot download python3.14-dbg and python3.15-dbg" >&2; return 1; }
+	for d in "$1"/tmp/pyperf-dbg/*.deb; do dpkg-deb -x "$d" "$dbg.new"; done
+	rm -rf "$1/tmp/pyperf-dbg" "$dbg"
+	mv "$dbg.new" "$dbg"
+	echo "sid-chroot: debug files in $dbg"
+}
+
 if is_complete "$root"; then
+	debug_files "$root"
 	echo "sid-chroot: $root is complete (python3.14 $(chroot "$root" /usr/bin/python3.14 -c 'import platform; print(platform.python_version())'), python3.15 $(chroot "$root" /usr/bin/python3.15 -c 'import platform; print(platform.python_version())'))"
 	exit 0
 fi
@@ -67,4 +87,5 @@ if ! is_complete "$root"; then
 	echo "sid-chroot: $root was made but its interpreters do not run" >&2
 	exit 1
 fi
+debug_files "$root"
 echo "sid-chroot: made $root ($(du -sh "$root" | cut -f1))"

@@ -51,6 +51,8 @@ if [ ! -d "$root/versions" ]; then
 fi
 
 sid=${PYPERF_SID_ROOT:-/var/cache/pyperf-pprof/sid}
+# contrib/sid-chroot.sh unpacks them here.
+: "${PYPERF_SID_DEBUG:=/var/cache/pyperf-pprof/sid-dbg/usr/lib/debug}"
 set --
 if [ -n "${PYPERF_SID_DEBUG:-}" ]; then
 	if [ ! -d "$PYPERF_SID_DEBUG/.build-id" ]; then
