@@ -138,7 +138,11 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
  * freed as soon as its import ends, so such a sample is delivered at once
  * (at most one wakeup per WAKEUP_FRESH_NS). Steady programs run known
  * code and cause none; a 25 ms poll for all left 3-5 % of docutils'
- * samples with an [unreadable Python frame]. */
+ * samples with an [unreadable Python frame]. So is a sample that met code
+ * the unwind tables lack (a library or a perf trampoline arena mapped
+ * since they were loaded): until user space loads them, every sample
+ * through that code carries a stack copy, and a deep stack outgrows it
+ * (docutils under -X perf: 300 native frames, over 64 KiB). */
 #define WAKEUP_BYTES (256 << 10)
 #define WAKEUP_FRESH_NS (1000 * 1000)
 
@@ -1495,7 +1499,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
-	wake = wakeup_flag(w.fresh, s->h.time_ns);
+	wake = wakeup_flag(w.fresh || tables_missing(s), s->h.time_ns);
 	if (do_checks(tgid))
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, out, size, wake))

@@ -58,7 +58,8 @@ static void usage(FILE *f)
 "      --kernel             kernel frames on top of samples taken in the\n"
 "                           kernel (system calls), named from /proc/kallsyms\n"
 "      --stack-bytes N      user stack bytes copied per sample when one is\n"
-"                           (default 32768, at most 65536)\n"
+"                           (default 32768 with --unwind user or both, 65536\n"
+"                           with kernel; at most 65536)\n"
 "      --unwind MODE        where native frames are unwound: kernel (default:\n"
 "                           in BPF from unwind tables; a sample meeting code\n"
 "                           not loaded yet is copied and unwound by\n"
@@ -264,6 +265,7 @@ static int handle_opt(int c, struct config *cfg)
 			return -1;
 		}
 		cfg->stack_bytes = (uint32_t)v & ~7u;
+		cfg->stack_bytes_set = 1;
 		return 0;
 	case OPT_UNWIND:
 		if (strcmp(optarg, "user") == 0)
@@ -338,6 +340,13 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 		fprintf(stderr, "pyperf-pprof: --replay reads a recording: it takes no --pid, command, --record, --interval or --subprocesses\n");
 		return CLI_ERROR;
 	}
+	/* Unwinding in BPF, a stack is copied only where the tables lack
+	 * the code (a process not attached yet, a library just loaded): rare,
+	 * and then often during imports, whose stacks outgrow 32 KiB (docutils
+	 * under -X perf: 300 native frames). Beyond the copy the unwinder
+	 * would read the live stack, which has moved on since. */
+	if (cfg->stack_bytes && !cfg->stack_bytes_set && cfg->unwind_mode == PY_UNWIND_KERNEL)
+		cfg->stack_bytes = PYPERF_MAX_STACK;
 	cfg->all = !cfg->npids && !cfg->command;
 	if (cfg->command && !cfg->duration_set)
 		cfg->duration_ms = 0;	/* until the command exits */

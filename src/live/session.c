@@ -119,13 +119,13 @@ static void on_signal(int sig)
 static uint64_t mono_ns(void);
 
 /* --unwind kernel: a sample's walk met a mapping not loaded yet. */
-static void on_native_miss(void *ctx, int pid)
+static void on_native_miss(void *ctx, int pid, uint64_t taken_ns)
 {
 	struct session *s = ctx;
 	const struct py_target *t = s->kt ? targets_find(&s->ts, pid) : NULL;
 
 	if (t)
-		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), 0);
+		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), taken_ns);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -156,7 +156,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
-			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), 1);
+			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), KT_FORCE);
 		return;
 	}
 	if (event == 0) {
@@ -205,7 +205,7 @@ static int load_tables(struct session *s)
 	}
 	for (size_t i = 0; i < s->ts.n; i++)
 		ktables_load_pid(s->kt, s->ts.v[i]->src, s->ts.v[i]->pid, &s->ts.v[i]->tramp,
-				 mono_ns(), 1);
+				 mono_ns(), KT_FORCE);
 	return 0;
 }
 

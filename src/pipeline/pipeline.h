@@ -76,7 +76,7 @@ struct pipeline_io {
 	/* Live only (sample.h): kernel symbols, a BPF walk's miss. diff: the
 	 * --unwind both comparison, live or replayed. */
 	const struct ksym_table *ksym;
-	void (*native_miss)(void *ctx, int pid);
+	void (*native_miss)(void *ctx, int pid, uint64_t taken_ns);
 	void *native_miss_ctx;
 	struct native_diff *diff;
 	/* CLOCK_MONOTONIC: code objects checked since a sample are not read

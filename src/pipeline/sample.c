@@ -210,7 +210,7 @@ static uint8_t hides(struct sample_sink *k, uint64_t fid, const char *name, int 
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
 static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t, int pid,
-			       uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide,
+			       uint64_t pc, uint64_t seen_ns, int leaf, uint8_t *is_eval, uint8_t *hide,
 			       struct native_memo *memo)
 {
 	struct nsym_result r;
@@ -220,7 +220,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	long gap = -1;
 
 	/* Return addresses point after the call: look up the call itself. */
-	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, &r);
+	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, seen_ns, &r);
 	named = r.status == NSYM_OK;
 	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
 	/* Only where no anchor tells (<=3.10, recordings made before them):
@@ -253,7 +253,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 
 /* native_resolve(), memoized per (pid, maps read, pc, leaf) and profile. */
 static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
-				uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide)
+				uint64_t pc, uint64_t seen_ns, int leaf, uint8_t *is_eval, uint8_t *hide)
 {
 	struct oc_proc *p = objcache_proc(k->objs, t->src, pid);
 	uint64_t prof = profile_serial(k->prof), gen = p ? p->maps_gen : 0;
@@ -269,7 +269,7 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 		return m->loc;
 	}
 	m->prof = prof;
-	loc = native_resolve(k, t, pid, pc, leaf, is_eval, hide, m);
+	loc = native_resolve(k, t, pid, pc, seen_ns, leaf, is_eval, hide, m);
 	/* A miss in the maps re-reads them: keyed by the maps it used. */
 	p = objcache_proc(k->objs, t->src, pid);
 	if (!loc || !p)
@@ -280,12 +280,20 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 	return loc;
 }
 
+/* When s was taken, on this machine's CLOCK_MONOTONIC: live only (a
+ * recording's times are another boot's); 0 in replay. */
+static uint64_t taken_ns(const struct sample_sink *k, const struct py_sample *s)
+{
+	return k->clock ? s->h.time_ns : 0;
+}
+
 /* Unwinds the stack copied at off with libunwind into k->pcs; returns the
  * count, -1 if the record has no stack. */
 static long user_unwind(struct sample_sink *k, const struct py_target *t,
 			const struct py_sample *s, size_t size, size_t off, int *end)
 {
-	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid, .tramp = &t->tramp };
+	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid, .tramp = &t->tramp,
+				    .taken_ns = taken_ns(k, s) };
 	size_t n = 0;
 
 	if (!k->unw || !s->h.stack_len || off + s->h.stack_len > size)
@@ -332,7 +340,7 @@ static const char *diff_object(void *ctx, uint64_t pc)
 	const int *pid = ((void **)ctx)[2];
 	struct nsym_result r;
 
-	nsym_resolve(k->nsym, t->src, *pid, pc, &r);
+	nsym_resolve(k->nsym, t->src, *pid, pc, 0, &r);
 	return r.path;
 }
 
@@ -394,7 +402,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	k->n.native_stacks++;
 	if (kernel && *not_loaded) {
 		if (k->native_miss)
-			k->native_miss(k->native_miss_ctx, (int)s->h.pid);
+			k->native_miss(k->native_miss_ctx, (int)s->h.pid, taken_ns(k, s));
 		if (nu >= 0) {
 			/* BPF copied the stack because its tables lacked a
 			 * mapping: libunwind's whole stack, not the cut one. */
@@ -404,8 +412,11 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		}
 	}
 	if (!kernel) {
-		if (uend != UNWIND_END_OUTERMOST)
+		if (uend != UNWIND_END_OUTERMOST) {
 			k->n.native_errors++;
+			if ((unsigned)uend <= UNWIND_END_READ)
+				k->n.user_end[uend]++;
+		}
 		user_anchors(k, s, size, (size_t)nu);
 		return (size_t)nu;
 	}
@@ -413,6 +424,8 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		k->n.native_not_loaded++;
 	} else if (s->h.native_end != PY_NATIVE_END_OUTERMOST) {
 		k->n.native_errors++;
+		if (s->h.native_end <= PY_NATIVE_END_BAD)
+			k->n.kernel_end[s->h.native_end]++;
 	}
 	memcpy(k->pcs, k->kpcs, nk * 8);
 	kernel_kinds(k, s, nk);
@@ -452,7 +465,8 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	leaf = n && (k->nkind[0] != UNWIND_FRAME_TRAMPOLINE || k->all_native);
 	n = drop_trampolines(k, n);
 	for (size_t i = 0; i < n; i++) {
-		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], i == 0 && leaf,
+		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], taken_ns(k, s),
+					     i == 0 && leaf,
 					     &k->neval[i], &k->nhide[i]);
 		if (!k->nloc[i])
 			return 0;

@@ -30,7 +30,7 @@ static void test_defaults(void)
 
 	check(parse(argv, ARGC(argv), &cfg) == CLI_RUN, "no options: runs");
 	check(cfg.unwind_mode == PY_UNWIND_KERNEL, "default: native frames unwound in BPF");
-	check(cfg.stack_bytes == 32768, "default: native frames on, 32 KiB copies where copied");
+	check(cfg.stack_bytes == 65536, "default: native frames on, 64 KiB copies where copied");
 	check(cfg.all && cfg.duration_ms == 1000, "default: whole host for 1 s");
 	check(!strcmp(cfg.out, "profile.pb.gz") && cfg.format == FORMAT_PPROF,
 	      "default: profile.pb.gz, pprof");
@@ -43,6 +43,7 @@ static void test_unwind_and_native(void)
 	char *no_native[] = { "pyperf-pprof", "--no-native", "--unwind", "both", NULL };
 	char *renative[] = { "pyperf-pprof", "--no-native", "--native", NULL };
 	char *bad[] = { "pyperf-pprof", "--unwind", "sideways", NULL };
+	char *set[] = { "pyperf-pprof", "--stack-bytes", "4096", NULL };
 	struct config cfg;
 
 	check(parse(user_native, ARGC(user_native), &cfg) == CLI_RUN &&
@@ -55,8 +56,12 @@ static void test_unwind_and_native(void)
 	      cfg.stack_bytes == 0 && cfg.unwind_mode == PY_UNWIND_BOTH,
 	      "--no-native: no stack, whatever the unwind mode");
 	check(parse(renative, ARGC(renative), &cfg) == CLI_RUN &&
-	      cfg.stack_bytes == 32768 && cfg.unwind_mode == PY_UNWIND_KERNEL,
+	      cfg.stack_bytes == 65536 && cfg.unwind_mode == PY_UNWIND_KERNEL,
 	      "--no-native --native: native frames back, default mode");
+	check(parse(user_native, ARGC(user_native), &cfg) == CLI_RUN && cfg.stack_bytes == 32768,
+	      "--unwind user: 32 KiB copies, one per sample");
+	check(parse(set, ARGC(set), &cfg) == CLI_RUN && cfg.stack_bytes == 4096 &&
+	      cfg.unwind_mode == PY_UNWIND_KERNEL, "--stack-bytes 4096: kept in kernel mode");
 	fprintf(stderr, "(an error line about --unwind is expected below)\n");
 	check(parse(bad, ARGC(bad), &cfg) == CLI_ERROR, "--unwind sideways: refused");
 }
