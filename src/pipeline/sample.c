@@ -37,8 +37,9 @@ static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t 
 	return &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ lasti) % LOC_MEMO];
 }
 
-/* The BPF walk stopped at a frame it could not trust (an implausible
- * frame or a cycle: see implausible() in pyperf.bpf.c): what lay beyond was
+/* The BPF walk stopped at a frame it could not trust (garbage by
+ * py_frame_classify() in bpf/pyperf.h, or a cycle by walk_step()'s check in
+ * pyperf.bpf.c): what lay beyond was
  * garbage, so the stack ends here with one placeholder that closes its
  * eval-loop group. Returns the new count, 0 if out of memory. */
 static size_t cut_walk(struct sample_sink *k, size_t n, int after_one)
@@ -351,8 +352,7 @@ static void diff_unwinds(struct sample_sink *k, const struct py_target *t,
 	int pid = (int)s->h.pid;
 	void *ctx[3] = { k, (void *)t, &pid };
 	int truncated = s->h.native_end == PY_NATIVE_END_MAX || uend == UNWIND_END_MAX;
-	int not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
-			 s->h.native_end == PY_NATIVE_END_NO_MAP;
+	int not_loaded = py_native_end_missing(s->h.native_end);
 
 	native_diff_add(k->diff, k->kpcs, nk, k->pcs, nu, truncated, not_loaded,
 			diff_object, ctx);
@@ -391,8 +391,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		memcpy(k->kpcs, (const uint8_t *)s + off, nk * 8);
 		kernel_anchors(k, nk);
 		off += nk * 8;
-		*not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
-			      s->h.native_end == PY_NATIVE_END_NO_MAP;
+		*not_loaded = py_native_end_missing(s->h.native_end);
 	}
 	nu = user_unwind(k, t, s, size, off, &uend);
 	if (kernel && nu >= 0 && k->diff)

@@ -36,7 +36,7 @@
  *           str cmdline, str container_id, then (absent in recordings made
  *           before it) the root its paths are in: u32 kind (0 ours, 1 a
  *           directory of ours, 2 another mount namespace's), u64 dev,
- *           u64 inode, str directory (src/target/proc_root.h)
+ *           u64 inode, str directory (src/memsource/proc_root.h)
  *   FORGET  u32 pid, u64 start_time (the target was forgotten: caches dropped)
  *   SAMPLE  the ring-buffer record, as is
  *   MEM     u32 pid, u64 addr, u64 seq, bytes (one successful read)

@@ -1,6 +1,6 @@
 /*
  * Recording (--record): the memory source of a recorded session wraps the
- * live one (src/target/target_src.h) and appends what passed through it,
+ * live one (src/memsource/target_src.h) and appends what passed through it,
  * plus the pipeline's events, to a zlib stream in the format of record.h.
  * It runs inside the sampling loop, so it writes each range, maps text and
  * file once and only again when it changed.
