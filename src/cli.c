@@ -34,7 +34,8 @@ static void usage(FILE *f)
 "  -d, --duration MS        sampling time in milliseconds, 0 = until Ctrl-C\n"
 "                           or SIGTERM (default 1000; 0 with a command:\n"
 "                           until it exits)\n"
-"  -o, --out FILE           output file (default profile.pb.gz)\n"
+"  -o, --out FILE           output file (default profile.pb.gz, or\n"
+"                           profile.folded with --format collapsed)\n"
 "      --format FORMAT      pprof (gzip-compressed protobuf, default) or\n"
 "                           collapsed (folded stacks for flamegraph.pl)\n"
 "  -e, --event NAME         cpu-clock (default), task-clock, or cycles\n"
@@ -303,7 +304,6 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->duration_ms = 1000;
-	cfg->out = "profile.pb.gz";
 	cfg->event = "cpu-clock";
 	cfg->sample_period = DEFAULT_PERIOD;
 	cfg->ringbuf_bytes = 0;		/* from the rate (bpf_attach.c) */
@@ -347,6 +347,8 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 	 * would read the live stack, which has moved on since. */
 	if (cfg->stack_bytes && !cfg->stack_bytes_set && cfg->unwind_mode == PY_UNWIND_KERNEL)
 		cfg->stack_bytes = PYPERF_MAX_STACK;
+	if (!cfg->out)		/* the default name says the format */
+		cfg->out = cfg->format == FORMAT_COLLAPSED ? "profile.folded" : "profile.pb.gz";
 	cfg->all = !cfg->npids && !cfg->command;
 	if (cfg->command && !cfg->duration_set)
 		cfg->duration_ms = 0;	/* until the command exits */

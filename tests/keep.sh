@@ -3,7 +3,10 @@
 # --keep 2 and decoy files in the output directory (a user's
 # profile-0-baseline.pb.gz, profile-important.pb.gz, notes.txt), every decoy
 # survives and exactly the newest 2 profiles the run wrote remain. Once
-# with `-o DIR/` and once with a `%t` pattern of the same prefix.
+# with `-o DIR/` and once with a `%t` pattern of the same prefix. Then two
+# runs at once into one directory (issue 24, finding 2): one with --keep 2,
+# one keeping all; every file the second wrote stays, the first's newest 2
+# stay, and each name carries its run's pid.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
@@ -51,4 +54,42 @@ run() {		# NAME OUT-ARGUMENT
 mkdir "$work/dir" "$work/pattern"
 run dir "$work/dir/"
 run pattern "$work/pattern/profile-%t.pb.gz"
+
+# Two runs sharing a directory, started together so that their intervals
+# end in the same seconds.
+shared() {
+	dir=$work/shared
+	mkdir "$dir"
+	"$PYPERF" --pid $pid --no-native -F 99 --interval 1 --keep $keep -d 4500 -v \
+		-o "$dir/" 2> "$work/a.log" &
+	a=$!
+	"$PYPERF" --pid $pid --no-native -F 99 --interval 1 -d 4500 -v \
+		-o "$dir/" 2> "$work/b.log" &
+	b=$!
+	wait $a; ra=$?
+	wait $b; rb=$?
+	for r in a b; do
+		sed -n 's/^pyperf-pprof: wrote \([^;]*\).*/\1/p' "$work/$r.log" |
+			xargs -n1 basename > "$work/$r.written"
+	done
+	na=$(wc -l < "$work/a.written"); nb=$(wc -l < "$work/b.written")
+	{ tail -n $keep "$work/a.written"; cat "$work/b.written"; } | sort > "$work/shared.expect"
+	(cd "$dir" && ls | sort) > "$work/shared.have"
+	ida=$(grep -vc -- "-$a-[0-9]*\.pb\.gz\$" "$work/a.written")
+	idb=$(grep -vc -- "-$b-[0-9]*\.pb\.gz\$" "$work/b.written")
+	if [ $ra != 0 ] || [ $rb != 0 ] || [ "$na" -lt 4 ] || [ "$nb" -lt 4 ]; then
+		cat "$work/a.log" "$work/b.log"
+		echo "FAIL shared: exit $ra/$rb, $na/$nb profiles written (expected at least 4 each)"
+		failed=1
+	elif [ "$ida" != 0 ] || [ "$idb" != 0 ] || ! cmp -s "$work/shared.expect" "$work/shared.have"; then
+		echo "written (pid $a, --keep $keep):"; cat "$work/a.written"
+		echo "written (pid $b):"; cat "$work/b.written"
+		diff "$work/shared.expect" "$work/shared.have"
+		echo "FAIL shared: names without their run's pid ($ida, $idb), or the directory does not hold the first run's newest $keep and all of the second's"
+		failed=1
+	else
+		echo "PASS shared: $na and $nb profiles written at once into one directory; the first's newest $keep and all $nb of the second's remain"
+	fi
+}
+shared
 exit $failed

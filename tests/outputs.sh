@@ -2,6 +2,9 @@
 # Nothing collected is lost: SIGINT and SIGTERM during an open-ended capture
 # (-d 0) still write the profile; a full disk is reported, leaves no
 # temporary file and no truncated profile behind, and exits non-zero.
+# Two runs into one directory at once each write their own file, named
+# with their pid, and a file already at the name a run would take (made
+# here, as another program would) is never replaced (issue 24, finding 2).
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -31,6 +34,33 @@ for sig in INT TERM; do
 		echo "PASS SIG$sig"
 	fi
 done
+
+# Two runs into one directory in the same second. Decoys take the name the
+# first run would write in each of the next seconds: it must skip them.
+mkdir "$work/d1"
+"$PYPERF" --pid $pid -d 1000 -q -o "$work/d1/" &
+a=$!
+"$PYPERF" --pid $pid -d 1000 -q -o "$work/d1/" &
+b=$!
+now=$(date +%s)
+for t in $(seq $((now - 1)) $((now + 30))); do
+	echo decoy > "$work/d1/profile-$(date -u -d @$t +%Y%m%dT%H%M%SZ)-$a-000.pb.gz"
+done
+wait $a; ra=$?
+wait $b; rb=$?
+ndecoy=$(grep -l '^decoy$' "$work/d1"/* | wc -l)
+fa=$(ls "$work/d1" | grep -- "-$a-[0-9]*\.pb\.gz\$" | while read -r f; do
+	gzip -t "$work/d1/$f" 2>/dev/null && echo "$f"; done)
+fb=$(ls "$work/d1" | grep -- "-$b-[0-9]*\.pb\.gz\$")
+echo "two runs into one directory: exit $ra/$rb; $(ls "$work/d1" | wc -l) files: $ndecoy decoys, run $a wrote '$fa', run $b '$fb'"
+if [ $ra = 0 ] && [ $rb = 0 ] && [ "$ndecoy" = 32 ] && [ "$(echo "$fa" | grep -c .)" = 1 ] &&
+	[ "$(echo "$fb" | grep -c .)" = 1 ] && [ "$(ls "$work/d1" | wc -l)" = 34 ]; then
+	echo "PASS one directory, two runs: each its own file, no decoy replaced"
+else
+	ls "$work/d1" | grep -v -- "-$a-000\.pb\.gz\$"
+	echo "FAIL one directory, two runs: a profile missing, not named with its run's pid, or a decoy replaced"
+	failed=1
+fi
 
 # Privilege hygiene: once attached, CAP_BPF (39) and CAP_PERFMON (38) are
 # gone, CAP_SYS_PTRACE (19) stays; the profile is not group/other writable.

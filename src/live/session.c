@@ -693,7 +693,8 @@ static int start(struct session *s)
 	}
 	if (find_targets(s))
 		return -1;
-	if (output_init(&s->out, s->cfg, err, sizeof(err))) {
+	/* The run id in the series' names: our pid (eventlog.c records it). */
+	if (output_init(&s->out, s->cfg, (uint32_t)getpid(), err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}

@@ -421,8 +421,32 @@ static void sync_dir(const char *dir)
 	close(fd);
 }
 
+/*
+ * Puts the complete temporary file at path. Replacing: rename(2). Not
+ * replacing (excl): renameat2(RENAME_NOREPLACE), or where the file system
+ * lacks it link(2) and unlink; both fail with EEXIST rather than take the
+ * place of a file someone else created there.
+ */
+static int put_in_place(const char *tmpl, const char *path, int excl)
+{
+	int saved;
+
+	if (!excl)
+		return rename(tmpl, path);
+	if (renameat2(AT_FDCWD, tmpl, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	if (link(tmpl, path))
+		return -1;
+	saved = errno;
+	unlink(tmpl);
+	errno = saved;
+	return 0;
+}
+
 static int install(const char *path, const char *dir, char *tmpl,
-		   const uint8_t *buf, size_t len, char *err, size_t errlen)
+		   const uint8_t *buf, size_t len, int excl, char *err, size_t errlen)
 {
 	const char *verb;
 	int fd, saved;
@@ -441,11 +465,12 @@ static int install(const char *path, const char *dir, char *tmpl,
 			strerror(saved));
 		return -1;
 	}
-	if (rename(tmpl, path)) {
+	if (put_in_place(tmpl, path, excl)) {
 		saved = errno;
 		unlink(tmpl);
 		set_err(err, errlen, "cannot rename a temporary file to %s: %s",
 			path, strerror(saved));
+		errno = saved;
 		return -1;
 	}
 	sync_dir(dir);
@@ -472,14 +497,14 @@ int pprof_write_file(const struct profile *p, const char *path, char *err,
 		free(tmpl);
 		return -1;
 	}
-	ret = install(path, dir, tmpl, buf, len, err, errlen);
+	ret = install(path, dir, tmpl, buf, len, 0, err, errlen);
 	free(buf);
 	free(dir);
 	free(tmpl);
 	return ret;
 }
 
-int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
+int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len, int excl,
 			 char *err, size_t errlen)
 {
 	char *dir, *tmpl;
@@ -490,7 +515,7 @@ int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
 			strerror(errno));
 		return -1;
 	}
-	ret = install(path, dir, tmpl, buf, len, err, errlen);
+	ret = install(path, dir, tmpl, buf, len, excl, err, errlen);
 	free(dir);
 	free(tmpl);
 	return ret;

@@ -2,6 +2,7 @@
 #include "eventlog.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 #include "record.h"
 
@@ -16,6 +17,9 @@ static void log_start(void *ctx, const struct pipeline_conf *c, int64_t wall_ns,
 		.symcache_entries = c->symcache_entries,
 		.threadcache_entries = c->threadcache_entries,
 		.time_nanos = wall_ns, .start_mono_ns = mono_ns, .cmdline = (char *)c->cmdline,
+		/* The live run names its files with its pid (src/live/session.c);
+		 * replay names them the same. */
+		.run_id = (uint32_t)getpid(),
 	};
 
 	snprintf(m.event, sizeof(m.event), "%s", c->event);

@@ -393,7 +393,7 @@ int replay_main(const struct config *cfg)
 	if (r->bad_records && !cfg->quiet)
 		fprintf(stderr, "pyperf-pprof: warning: %s: %" PRIu64 " malformed records skipped\n",
 			cfg->replay, r->bad_records);
-	if (output_init(&m.out, cfg, err, sizeof(err)) ||
+	if (output_init(&m.out, cfg, r->meta.run_id, err, sizeof(err)) ||
 	    rec_replay_begin(r, err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		rec_free(r);
