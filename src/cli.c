@@ -298,8 +298,34 @@ static int handle_opt(int c, struct config *cfg)
 	}
 }
 
+/*
+ * The long name of an option --replay cannot honour: a replay reads what
+ * was sampled with the recording's own settings, so only the output
+ * options (-o, --format, --keep, --all-native, -v, -q) apply. NULL for
+ * those.
+ */
+static const char *not_for_replay(int c)
+{
+	static const int live_only[] = {
+		'p', 'd', 'e', 'c', 'F', OPT_INTERVAL, OPT_SUBPROCESSES, OPT_GIL, OPT_MODE,
+		OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_KERNEL, OPT_STACK_BYTES,
+		OPT_UNWIND, OPT_RECORD,
+	};
+
+	for (size_t i = 0; i < sizeof(live_only) / sizeof(live_only[0]); i++) {
+		if (live_only[i] != c)
+			continue;
+		for (const struct option *o = long_opts; o->name; o++) {
+			if (o->val == c)
+				return o->name;
+		}
+	}
+	return NULL;
+}
+
 enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 {
+	const char *live_opt = NULL;	/* the first option --replay refuses */
 	int c;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -324,6 +350,8 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 				fprintf(stderr, "Try 'pyperf-pprof --help'.\n");
 			return CLI_ERROR;
 		}
+		if (!live_opt)
+			live_opt = not_for_replay(c);
 	}
 	if (optind < argc) {
 		/* getopt stops at "--" (and, with "+", at the first non-option) */
@@ -335,9 +363,9 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 		cfg->command = argv + optind;
 	}
 	/* --replay profiles a recording, not processes. */
-	if (cfg->replay && (cfg->record || cfg->npids || cfg->command || cfg->interval_s ||
-			    cfg->subprocesses)) {
-		fprintf(stderr, "pyperf-pprof: --replay reads a recording: it takes no --pid, command, --record, --interval or --subprocesses\n");
+	if (cfg->replay && (live_opt || cfg->command)) {
+		fprintf(stderr, "pyperf-pprof: --replay reads a recording made with its own settings: it takes no %s%s (only -o, --format, --keep, --all-native, -v and -q apply)\n",
+			live_opt ? "--" : "", live_opt ? live_opt : "command");
 		return CLI_ERROR;
 	}
 	/* Unwinding in BPF, a stack is copied only where the tables lack
