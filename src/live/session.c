@@ -631,8 +631,8 @@ static int write_profile(struct session *s, int final, int rotate)
 	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
 		    path, path);
-	else if (s->cfg->verbose)
-		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
+	else	/* one line per interval: a journal shows the run is alive */
+		say(s, "%spyperf-pprof: wrote %s\n", s->status_line ? "\r\033[K" : "", path);
 	if (rotate)
 		s->interval_t0 = now;
 	return 0;
