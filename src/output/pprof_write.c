@@ -139,13 +139,17 @@ static void pb_fill_functions(struct pb_tree *t, const struct profile_view *v)
 	t->msg.function = t->func_ptrs;
 }
 
+/* Mappings keep their ids; the main one is listed first, as pprof
+ * expects (it names the profile after it). */
 static void pb_fill_mappings(struct pb_tree *t, const struct profile_view *v)
 {
-	size_t i;
+	size_t i, first = v->main_mapping ? v->main_mapping - 1 : 0;
 
 	for (i = 0; i < v->nmappings; i++) {
+		/* slot 0 gets the main one; those before it move down one */
+		size_t slot = i == first ? 0 : i < first ? i + 1 : i;
 		const struct profile_mapping_rec *r = &v->mappings[i];
-		pb_mapping *m = &t->maps[i];
+		pb_mapping *m = &t->maps[slot];
 
 		perftools__profiles__mapping__init(m);
 		m->id = i + 1;
@@ -158,7 +162,7 @@ static void pb_fill_mappings(struct pb_tree *t, const struct profile_view *v)
 		m->has_filenames = r->has_filenames;
 		m->has_line_numbers = r->has_line_numbers;
 		m->has_inline_frames = r->has_inline_frames;
-		t->map_ptrs[i] = m;
+		t->map_ptrs[slot] = m;
 	}
 	t->msg.n_mapping = v->nmappings;
 	t->msg.mapping = t->map_ptrs;

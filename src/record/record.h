@@ -26,7 +26,7 @@
  *
  * Record payloads (str = u16 length + bytes):
  *   META    u64 sample_period, u64 frequency, u32 stack_bytes, u32 flags
- *           (1 hw cycles, 2 wall, 4 gil only), u32 symcache_entries,
+ *           (1 hw cycles, 2 wall, 4 gil only, 8 whole host), u32 symcache_entries,
  *           u32 threadcache_entries, i64 time_nanos, str event, str cmdline,
  *           u64 start_mono_ns (CLOCK_MONOTONIC at time_nanos; absent in
  *           recordings made before TICK existed), u32 run_id (the
@@ -95,6 +95,7 @@ enum rec_type {
 #define REC_META_HW_CYCLES	1u
 #define REC_META_WALL		2u
 #define REC_META_GIL_ONLY	4u
+#define REC_META_HOST		8u	/* every Python process of the host */
 #define REC_MAX_STATS		PIPELINE_MAX_STATS
 
 struct rec_meta {
