@@ -139,20 +139,32 @@ static void pb_fill_functions(struct pb_tree *t, const struct profile_view *v)
 	t->msg.function = t->func_ptrs;
 }
 
-/* Mappings keep their ids; the main one is listed first, as pprof
- * expects (it names the profile after it). */
+/*
+ * The id a mapping is written with. The main mapping goes first, as
+ * pprof expects (it names the profile after it), and ids stay 1..N in
+ * the order written (some back ends index by id): the main one becomes 1,
+ * those made before it move up one.
+ */
+static uint64_t written_map_id(const struct profile_view *v, uint64_t id)
+{
+	uint64_t main = v->main_mapping;
+
+	if (!main || !id || id > main)
+		return id;
+	return id == main ? 1 : id + 1;
+}
+
 static void pb_fill_mappings(struct pb_tree *t, const struct profile_view *v)
 {
-	size_t i, first = v->main_mapping ? v->main_mapping - 1 : 0;
+	size_t i;
 
 	for (i = 0; i < v->nmappings; i++) {
-		/* slot 0 gets the main one; those before it move down one */
-		size_t slot = i == first ? 0 : i < first ? i + 1 : i;
+		size_t slot = written_map_id(v, i + 1) - 1;
 		const struct profile_mapping_rec *r = &v->mappings[i];
 		pb_mapping *m = &t->maps[slot];
 
 		perftools__profiles__mapping__init(m);
-		m->id = i + 1;
+		m->id = slot + 1;
 		m->memory_start = r->memory_start;
 		m->memory_limit = r->memory_limit;
 		m->file_offset = r->file_offset;
@@ -184,7 +196,7 @@ static void pb_fill_locations(struct pb_tree *t, const struct profile_view *v)
 
 		perftools__profiles__location__init(l);
 		l->id = i + 1;
-		l->mapping_id = r->mapping_id;
+		l->mapping_id = written_map_id(v, r->mapping_id);
 		l->address = r->address;
 		l->n_line = r->nlines;
 		l->line = t->line_ptrs + r->line_off;
