@@ -592,6 +592,18 @@ static void count_thread(struct sample_sink *k, uint32_t tid)
 }
 
 /* Adds one stack with all its labels. */
+/* The program the samples come from (pipeline.c names the profile after
+ * it): the process name while there is one. */
+static void note_program(struct sample_sink *k, const struct py_target *t)
+{
+	if (!t->comm[0] || (k->programs == 1 && !strcmp(k->program, t->comm)))
+		return;
+	if (k->programs++ == 0)
+		snprintf(k->program, sizeof(k->program), "%s", t->comm);
+	else
+		k->programs = 2;
+}
+
 static int add_labeled(struct sample_sink *k, const struct py_target *t, const uint64_t *locs,
 		       size_t n, uint32_t pid, uint32_t tid, const char *tname, const char *task,
 		       uint32_t flags, int64_t count, int64_t weight)
@@ -600,6 +612,7 @@ static int add_labeled(struct sample_sink *k, const struct py_target *t, const u
 	int64_t values[2] = { count, weight };
 	size_t nl = 5;
 
+	note_program(k, t);
 	labels[0] = (struct profile_label){ .key = "pid", .num = pid };
 	labels[1] = (struct profile_label){ .key = "tid", .num = tid };
 	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname };
@@ -907,6 +920,10 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	comm[PYPERF_COMM_LEN] = '\0';
 	if (k->threads && s->h.tstate)
 		tname = pythread_cache_name(k->threads, t, s->h.tstate, s->h.time_ns);
+	/* threading's name for the main thread, whether or not the target
+	 * imported threading (the comm would be the process name). */
+	if (!tname && s->h.tid == s->h.pid)
+		tname = "MainThread";
 	/* python_frames() left the frames' code objects in k->codes. */
 	if (k->tasks && s->h.tstate)
 		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,

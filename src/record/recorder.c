@@ -582,6 +582,7 @@ void record_meta(struct recorder *rec, const struct rec_meta *m)
 	rec_put_str(&b, m->event, sizeof(m->event));
 	rec_put_str(&b, m->cmdline, SIZE_MAX);
 	rec_put_u64(&b, m->start_mono_ns);
+	rec_put_u32(&b, m->run_id);
 	w_buf(rec, REC_META, &b);
 }
 
