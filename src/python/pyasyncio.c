@@ -65,55 +65,22 @@
  * after RETRY_NS, and searched only if sys.modules changed size. */
 #define RETRY_NS	100000000ull
 
-/*
- * From `gdb -batch -ex 'ptype/o TaskObj'` on the pyenv builds'
- * lib/python3.X/lib-dynload/_asyncio.cpython-3X*.so and `ptype/o
- * PyCoroObject`, `ptype/o struct _PyInterpreterFrame`, `ptype/o struct
- * _typeobject` on their libpython3.X.so (3.7.16 3.8.18 3.9.18 3.10.13
- * 3.11.7 3.12.1 3.13.0). coro_size is sizeof(PyCoroObject) up to 3.10,
- * offsetof(cr_iframe) + offsetof(_PyInterpreterFrame, localsplus) from
- * 3.11 (a coroutine is variable-size there); both equal
- * types.CoroutineType.__basicsize__. The 3.13t row is the same from a
- * free-threaded build of v3.13.15 (/opt/cpython-ft/3.13t, see
- * pyoffsets_table.c): its 32-byte object header moves every offset.
- * tests/unit/test_pyasyncio.sh re-derives every row from the DWARF.
- */
-static const struct pyasyncio_layout layouts[] = {
-	/* minor size coro name  corosz code qual iframe tp_base (3.14+ only: 0 0) */
-	{ 7,  136, 112, NO16, 104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 8,  144, 112, 120,  104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 9,  184, 152, 160,  104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 10, 192, 160, 168,  96,  24,   48, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 11, 176, 136, 144,  152, 16,   40, 80,   256, 0, 0, .free_threaded = 0 },
-	{ 12, 176, 136, 144,  144, NO16, 32, 72,   256, 0, 0, .free_threaded = 0 },
-	{ 13, 144, 120, 128,  144, NO16, 32, 72,   256, 0, 0, .free_threaded = 0 },
-	{ 13, 160, 136, 144,  160, NO16, 48, 88,   272, 0, 0, .free_threaded = 1 },
-};
-
-const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor,
-						     int free_threaded)
-{
-	if (major != 3)
-		return NULL;
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
-		if (layouts[i].minor == minor &&
-		    layouts[i].free_threaded == !!free_threaded)
-			return &layouts[i];
-	return NULL;
-}
-
 /* 3.14+: the layout is read per process from its AsyncioDebug section
  * (aproc.dl); this marks a target whose layout comes from there. */
-static const struct pyasyncio_layout from_section = { .minor = 14 };
+static const struct pyasyncio_layout from_section = { .minor = 0 };
 
-/* The row for t: up to 3.13 the table's row of its build (there is a
- * free-threaded row for 3.13 only; the sizes refuse a mismatch anyway);
- * 3.14+ builds of either kind through their section. */
+/* Where t's offsets come from, by its layout (pylayout_rows.c): its row's
+ * table, or (section) its process's AsyncioDebug section; NULL: none. */
 static const struct pyasyncio_layout *layout_of(const struct py_target *t)
 {
-	if (t->major == 3 && t->minor >= 14)
+	switch (t->layout.asyncio_kind) {
+	case PY_ASYNCIO_TABLE:
+		return &t->layout.asyncio;
+	case PY_ASYNCIO_SECTION:
 		return t->layout.interp_size ? &from_section : NULL;
-	return pyasyncio_layout_find(t->major, t->minor, t->layout.free_threaded);
+	default:
+		return NULL;
+	}
 }
 
 /* ---- labels ---------------------------------------------------------- */
