@@ -44,6 +44,7 @@
 
 #include "pyasyncio_debug.h"
 #include "pysym.h"
+#include "procslot.h"
 #include "pyobj.h"
 #include "pythread.h"
 #include "setcache.h"
@@ -115,9 +116,7 @@ void pyasyncio_format(char *buf, size_t len, const char *name, int is_default,
 enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_BAD };
 
 struct aproc {
-	int pid;			/* 0: empty */
-	uint64_t start_time;
-	uint64_t interp;
+	struct proc_slot key;		/* first: procslot.h */
 	struct py_seen seen;
 	uint64_t current_tasks;		/* the dict; 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
@@ -134,7 +133,6 @@ struct aproc {
 	struct { uint64_t loop, ident, ns; } loops[NPLOOPS];	/* whose loop */
 	unsigned next_type;
 	int warned;
-	uint32_t age;
 };
 
 /* One read of a target: the cache's whole view of it. */
@@ -565,7 +563,7 @@ static uint64_t tstate_interp(const struct ctx *x, uint64_t tstate)
 int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t len,
 		   uint64_t *code)
 {
-	struct aproc ap = { .pid = t->pid };
+	struct aproc ap = { .key = { .pid = t->pid } };
 	struct tentry e = { .tstate = tstate, .cur = -1 };
 	uint64_t refusals = 0;
 	struct ctx x = { .t = t, .l = layout_of(t), .ap = &ap,
@@ -575,14 +573,14 @@ int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t
 	if (!x.l || !len)
 		return -1;
 	if (x.l == &from_section) {
-		e.interp = ap.interp = tstate_interp(&x, tstate);
+		e.interp = ap.key.interp = tstate_interp(&x, tstate);
 		if (!e.interp || section_layout(&x, 1))
 			return -1;
 	} else if (pyobj_offsets(t, &x.o, &gil) ||
 		   pythread_tstate_ident(t, tstate, &e.interp, &e.ident)) {
 		return -1;
 	}
-	ap.interp = e.interp;
+	ap.key.interp = e.interp;
 	read_current(&x, &e, 1);
 	if (refusals)
 		return -1;
@@ -632,7 +630,7 @@ void pyasyncio_forget_pid(struct pyasyncio_cache *c, int pid)
 		if (c->e[i].pid == pid)
 			memset(&c->e[i], 0, sizeof(c->e[i]));
 	for (int i = 0; i < NPROCS; i++)
-		if (c->procs[i].pid == pid)
+		if (c->procs[i].key.pid == pid)
 			memset(&c->procs[i], 0, sizeof(c->procs[i]));
 }
 
@@ -642,27 +640,20 @@ void pyasyncio_get_stats(const struct pyasyncio_cache *c, struct pyasyncio_stats
 }
 
 /* The state of (t, interp), made if need be (LRU). */
+/* The state of t's interpreter at interp; a reused pid's is started afresh
+ * (procslot.h). */
 static struct aproc *aproc_get(struct pyasyncio_cache *c, const struct py_target *t,
 			       uint64_t interp)
 {
-	struct aproc *victim = &c->procs[0];
+	int fresh;
+	struct aproc *ap = (struct aproc *)proc_slot_get(c->procs, NPROCS, sizeof(c->procs[0]), t,
+							 interp, c->clock, &fresh);
 
-	for (int i = 0; i < NPROCS; i++) {
-		struct aproc *ap = &c->procs[i];
-
-		if (ap->pid == t->pid && ap->interp == interp && ap->start_time == t->start_time) {
-			ap->age = c->clock;
-			return ap;
-		}
-		if (!ap->pid || (victim->pid && ap->age < victim->age))
-			victim = ap;
+	if (fresh) {
+		memset(ap, 0, sizeof(*ap));
+		proc_slot_take(&ap->key, t, interp, c->clock);
 	}
-	memset(victim, 0, sizeof(*victim));
-	victim->pid = t->pid;
-	victim->start_time = t->start_time;
-	victim->interp = interp;
-	victim->age = c->clock;
-	return victim;
+	return ap;
 }
 
 /* The entry of (t, tid), made (evicting the set's oldest) if need be. */

@@ -22,6 +22,7 @@
 #include "elffile.h"
 #include "objcache.h"
 #include "proc.h"
+#include "procslot.h"
 #include "pysym.h"
 #include "setcache.h"
 
@@ -30,12 +31,9 @@
 #define HASH_MOD	((1ull << 61) - 1)	/* _PyHASH_MODULUS on 64-bit */
 #define NISTATES	16		/* interpreters remembered per cache */
 
-
 /* What a lookup learns about one interpreter and keeps. */
 struct istate {
-	int pid;			/* 0: empty */
-	uint64_t start_time;
-	uint64_t interp;
+	struct proc_slot key;		/* first: procslot.h */
 	uint64_t active;		/* threading._active, 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
 	struct py_seen seen;		/* its exact dict and str types */
@@ -43,18 +41,17 @@ struct istate {
 	uint64_t snap_ns;		/* when snap was read; 0: never */
 	size_t nsnap;
 	struct snap_ent { uint64_t hash, key, value; } *snap;	/* _active */
-	uint32_t age;
 };
 
 /* ---- threading._active ---------------------------------------------- */
 
-/* Finds sys.modules["threading"]._active of is->interp. */
+/* Finds sys.modules["threading"]._active of is->key.interp. */
 static int find_active(const struct pyobj_ctx *c, struct istate *is)
 {
 	const struct py_object_offsets *o = &c->o;
 	uint64_t modules, mod, mdict, active;
 
-	modules = py_read_ptr(c->t, is->interp + o->interp_modules);
+	modules = py_read_ptr(c->t, is->key.interp + o->interp_modules);
 	if (!modules)
 		return -1;
 	is->seen.dict_type = py_read_ptr(c->t, modules + c->t->layout.code.ob_type);
@@ -240,7 +237,7 @@ void pythread_forget_pid(struct pythread_cache *c, int pid)
 		if (c->e[i].pid == pid)
 			memset(&c->e[i], 0, sizeof(c->e[i]));
 	for (int i = 0; i < NISTATES; i++)
-		if (c->is[i].pid == pid)
+		if (c->is[i].key.pid == pid)
 			istate_clear(&c->is[i]);
 }
 
@@ -261,28 +258,15 @@ static uint64_t hash64(uint64_t x)
 static struct istate *istate_get(struct pythread_cache *c, const struct py_target *t,
 				 uint64_t interp)
 {
-	struct istate *victim = &c->is[0];
+	int fresh;
+	struct istate *is = (struct istate *)proc_slot_get(c->is, NISTATES, sizeof(c->is[0]), t,
+							   interp, c->clock, &fresh);
 
-	for (int i = 0; i < NISTATES; i++) {
-		struct istate *is = &c->is[i];
-
-		if (is->pid == t->pid && is->interp == interp) {
-			if (is->start_time == t->start_time) {
-				is->age = c->clock;
-				return is;
-			}
-			victim = is;		/* the pid was reused */
-			break;
-		}
-		if (!is->pid || (victim->pid && is->age < victim->age))
-			victim = is;
+	if (fresh) {
+		istate_clear(is);
+		proc_slot_take(&is->key, t, interp, c->clock);
 	}
-	istate_clear(victim);
-	victim->pid = t->pid;
-	victim->start_time = t->start_time;
-	victim->interp = interp;
-	victim->age = c->clock;
-	return victim;
+	return is;
 }
 
 static void refresh(struct pythread_cache *c, const struct py_target *t, struct tentry *e,
