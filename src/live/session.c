@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -723,6 +724,9 @@ int session_run(const struct config *cfg)
 	if (!s)
 		return 1;
 	s->cfg = cfg;
+	/* Another pyperf-pprof knows us by this name, however our file is
+	 * called (targets_is_profiler); so do we know it. */
+	prctl(PR_SET_NAME, TARGETS_PROFILER_COMM);
 	bpf_attach_log_level(cfg->verbose);
 	install_signals();
 	if (start(s) == 0) {
