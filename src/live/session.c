@@ -102,6 +102,7 @@ struct session {
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
+	uint64_t write_failures;	/* writes failed in a row */
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -601,8 +602,29 @@ static int start_pipeline(struct session *s)
 	return 0;
 }
 
+/* A write failed (full disk, read-only or vanished directory, quota).
+ * The first failure in a row says so and what happens next; the others
+ * are quiet (one line each with -v): continuous mode tries again at the
+ * next interval boundary, not at once. The last write says it always. */
+static void write_failed(struct session *s, int final, const char *err)
+{
+	if (final || !s->write_failures++ || s->cfg->verbose) {
+		fprintf(stderr, "pyperf-pprof: %s", err);
+		if (final)
+			fprintf(stderr, "\n");
+		else if (s->write_failures > 1)
+			fprintf(stderr, " (%" PRIu64 " failures in a row)\n", s->write_failures);
+		else if (s->cfg->interval_s)
+			fprintf(stderr, "; keeping the samples in memory (up to %u MiB; past that they are dropped, and counted in the next profile) and trying again every %" PRIu64 " s\n",
+				PIPELINE_HOLD_BYTES >> 20, s->cfg->interval_s);
+		else
+			fprintf(stderr, "; keeping the samples for the next write\n");
+	}
+}
+
 /* Writes the current profile: an interval boundary of the pipeline. With
- * rotate, a new interval starts (the caches are kept). */
+ * rotate, a new interval starts (the caches are kept); so it does after a
+ * failed write, which is tried again at the next boundary. */
 static int write_profile(struct session *s, int final, int rotate)
 {
 	struct pipeline_tick k = { .final = final, .rotate = rotate, .nstats = STAT__COUNT };
@@ -622,10 +644,16 @@ static int write_profile(struct session *s, int final, int rotate)
 
 		report_summary(&v);
 	}
+	if (rotate)
+		s->interval_t0 = now;
 	if (r) {
-		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		write_failed(s, final, err);
 		return -1;
 	}
+	if (s->write_failures)
+		fprintf(stderr, "pyperf-pprof: writing works again after %" PRIu64 " failure%s: wrote %s, with the samples kept since\n",
+			s->write_failures, s->write_failures == 1 ? "" : "s", path);
+	s->write_failures = 0;
 	if (final && s->cfg->format == FORMAT_PPROF)
 		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
 		    path, path);
@@ -634,8 +662,6 @@ static int write_profile(struct session *s, int final, int rotate)
 		    path, path);
 	else if (s->cfg->verbose)
 		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
-	if (rotate)
-		s->interval_t0 = now;
 	return 0;
 }
 

@@ -161,6 +161,7 @@ static void prune(struct output *o, const char *path)
 int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
 		 size_t pathlen, char *err, size_t errlen)
 {
+	unsigned seq = o->seq;
 	char *text;
 	size_t len;
 	int r;
@@ -175,7 +176,9 @@ int output_write(struct output *o, const struct profile *p, int64_t wall_ns, cha
 		r = pprof_install_buffer(path, (const uint8_t *)text, len, err, errlen);
 		free(text);
 	}
-	if (r == 0 && o->series && o->cfg->keep > 0)
+	if (r)
+		o->seq = seq;	/* a name not written is not used up */
+	else if (o->series && o->cfg->keep > 0)
 		prune(o, path);
 	return r;
 }

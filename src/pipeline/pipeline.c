@@ -19,6 +19,13 @@ struct pipeline {
 	int64_t interval_wall;		/* the interval's start: time_nanos */
 	uint64_t interval_mono;
 	int own_objs;			/* objs made here, freed here */
+	/* Rotations whose write failed: the profile holds their intervals
+	 * too; and what was dropped since the last profile written. */
+	uint64_t held;
+	struct {
+		uint64_t intervals, samples;
+		int64_t from_wall, to_wall;
+	} dropped;
 };
 
 #define LOG(p, ev, ...) do {						\
@@ -69,6 +76,7 @@ struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeli
 	p->c = *c;
 	p->c.symcache_entries = cache_size(c->symcache_entries, PIPELINE_SYMCACHE);
 	p->c.threadcache_entries = cache_size(c->threadcache_entries, PIPELINE_THREADCACHE);
+	p->c.hold_bytes = c->hold_bytes ? c->hold_bytes : PIPELINE_HOLD_BYTES;
 	p->io = *io;
 	k = &p->sink;
 	k->period_ns = period_ns(c);
@@ -203,6 +211,24 @@ static uint64_t lost(const struct pipeline_tick *k)
 	return k->nstats > STAT_LOST ? k->stats[STAT_LOST] : 0;
 }
 
+/* After failed writes, what had to be dropped (hold_or_drop). A profile
+ * that holds the intervals of failed writes says nothing more than its
+ * time and duration: a replay, whose writes do not fail, writes the same
+ * bytes. */
+static void dropped_comment(struct pipeline *p)
+{
+	char buf[512];
+
+	if (!p->dropped.intervals)
+		return;
+	snprintf(buf, sizeof(buf),
+		 "dropped: %" PRIu64 " samples of %" PRIu64 " interval%s from %" PRId64 " to %" PRId64
+		 " (unix ns): the output failed and the profile held passed %zu bytes",
+		 p->dropped.samples, p->dropped.intervals, p->dropped.intervals == 1 ? "" : "s",
+		 p->dropped.from_wall, p->dropped.to_wall, p->c.hold_bytes);
+	profile_add_comment(p->sink.prof, buf);
+}
+
 static void add_comments(struct pipeline *p, const struct pipeline_tick *k)
 {
 	const struct pipeline_conf *c = &p->c;
@@ -228,6 +254,7 @@ static void add_comments(struct pipeline *p, const struct pipeline_tick *k)
 		 n.read_errors, n.bad_frames, n.max_depth, n.native_stacks,
 		 n.native_errors, n.stack_errors, n.merge_errors);
 	profile_add_comment(prof, buf);
+	dropped_comment(p);
 }
 
 /* The next interval starts at the tick, with a fresh profile. */
@@ -250,6 +277,23 @@ static int rotate(struct pipeline *p, const struct pipeline_tick *k)
 	return 0;
 }
 
+/* A rotation whose write failed: the profile goes on holding its
+ * interval (0), or, past the bound, is dropped and counted (1: rotate). */
+static int hold_or_drop(struct pipeline *p, const struct pipeline_tick *k)
+{
+	if (profile_bytes(p->sink.prof) <= p->c.hold_bytes) {
+		p->held++;
+		return 0;
+	}
+	if (!p->dropped.intervals)
+		p->dropped.from_wall = p->interval_wall;
+	p->dropped.to_wall = k->wall_ns;
+	p->dropped.intervals += p->held + 1;
+	p->dropped.samples += p->sink.n.records - p->n0.records;
+	p->held = 0;
+	return 1;
+}
+
 int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
 		   size_t pathlen, char *err, size_t errlen)
 {
@@ -262,9 +306,12 @@ int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path
 	profile_set_time(p->sink.prof, p->interval_wall,
 			 (int64_t)(k->mono_ns - p->interval_mono));
 	r = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);
-	/* A failed write keeps the interval going: its samples stay. The
-	 * log gets the tick as applied, so a replay does the same. */
-	applied.rotate = k->rotate && r == 0;
+	/* A failed write keeps the interval going: its samples stay, within
+	 * the bound (hold_or_drop). The log gets the tick as applied, so a
+	 * replay does the same. */
+	applied.rotate = k->rotate && (r == 0 || hold_or_drop(p, k));
+	if (r == 0)
+		p->held = 0, memset(&p->dropped, 0, sizeof(p->dropped));
 	if (applied.rotate && rotate(p, k)) {
 		snprintf(err, errlen, "out of memory starting a new interval; continuing in the current one");
 		applied.rotate = 0;
