@@ -6,7 +6,8 @@
 # 3.10.13 in .../libpython3.10.so.1.0", its own samples in the profile.
 # Two whole-host profilers run side by side over two Python processes
 # (one with a shared libpython, one static); neither profiler may appear
-# as a target, in a pid label or in a stack, and --pid of one is refused.
+# as a target, in a pid label or in a stack, and --pid of one is refused;
+# a profiler started by a command run with --subprocesses is not followed.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -25,9 +26,9 @@ pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; failed=1; }
 
 cp "$TOP_SRCDIR/tests/workloads/ratio.py" "$work/ratio.py"
-$shared "$work/ratio.py" 30 > /dev/null &
+$shared "$work/ratio.py" 60 > /dev/null &
 t1=$!
-$static "$work/ratio.py" 30 > /dev/null &
+$static "$work/ratio.py" 60 > /dev/null &
 t2=$!
 sleep 0.5
 # B starts while A runs (B finds A's mappings at its first scan) and
@@ -44,7 +45,6 @@ wait $a
 arc=$?
 wait $b
 brc=$?
-kill $t1 $t2
 echo "profilers: A pid $a (exit $arc), B pid $b (exit $brc); targets $t1 ($shared), $t2 ($static)"
 
 for x in a b; do
@@ -67,9 +67,25 @@ for x in a b; do
 	[ "$pids" = ok ] && pass "$x: both targets profiled" ||
 		fail "$x: targets" "profiled$pids, want $t1 and $t2"
 done
+# Launch mode with --subprocesses: a profiler among the command's
+# descendants is not followed; the command's Python is.
+# The inner profiler runs 3 s, over six scans of the outer one.
+"$PYPERF" --subprocesses -d 8000 -o "$work/d.pb.gz" 2> "$work/d.err" -- sh -c \
+	"\"$PYPERF\" --pid $t1 -d 3000 -o \"$work/inner.pb.gz\" -q & exec $static \"$work/ratio.py\" 4" > /dev/null
+drc=$?
+out=$("$PYTHON3" "$TOP_SRCDIR/tests/check_selfless.py" "$work/d.pb.gz" "$GO" 2>&1)
+r=$?
+lines=$(grep -E "^pyperf-pprof: pid [0-9]+ \(pyperf-pprof\)" "$work/d.err")
+echo "launch: exit $drc, $(echo "$out" | tail -1)"
+if [ $drc = 0 ] && [ $r = 0 ] && [ -z "$lines" ] && grep -q "^pyperf-pprof: pid [0-9]* (python3.11)" "$work/d.err"; then
+	pass "launch --subprocesses: the command profiled, not the profiler it started"
+else
+	fail "launch --subprocesses" "exit $drc; $lines $(echo "$out" | head -3)"
+fi
 if [ $crc != 0 ] && grep -q "pid $a not profiled: it is a pyperf-pprof" "$work/c.err"; then
 	pass "--pid of a profiler refused (exit $crc)"
 else
 	fail "--pid of a profiler" "exit $crc: $(cat "$work/c.err")"
 fi
+kill $t1 $t2
 exit $failed
