@@ -10,6 +10,12 @@
 
 #include "pyperf.h"
 
+/* Samples dropped after failed writes, counted in the next profile. */
+struct dropped {
+	uint64_t intervals, samples;
+	int64_t from_wall, to_wall;	/* the first one's start, the last tick */
+};
+
 struct pipeline {
 	struct pipeline_conf c;
 	struct pipeline_io io;
@@ -22,10 +28,7 @@ struct pipeline {
 	/* Rotations whose write failed: the profile holds their intervals
 	 * too; and what was dropped since the last profile written. */
 	uint64_t held;
-	struct {
-		uint64_t intervals, samples;
-		int64_t from_wall, to_wall;
-	} dropped;
+	struct dropped dropped;
 };
 
 #define LOG(p, ev, ...) do {						\
@@ -211,7 +214,7 @@ static uint64_t lost(const struct pipeline_tick *k)
 	return k->nstats > STAT_LOST ? k->stats[STAT_LOST] : 0;
 }
 
-/* After failed writes, what had to be dropped (hold_or_drop). A profile
+/* After failed writes, what had to be dropped (pipeline_write). A profile
  * that holds the intervals of failed writes says nothing more than its
  * time and duration: a replay, whose writes do not fail, writes the same
  * bytes. */
@@ -277,45 +280,53 @@ static int rotate(struct pipeline *p, const struct pipeline_tick *k)
 	return 0;
 }
 
-/* A rotation whose write failed: the profile goes on holding its
- * interval (0), or, past the bound, is dropped and counted (1: rotate). */
-static int hold_or_drop(struct pipeline *p, const struct pipeline_tick *k)
+/* d with the current profile counted in: the intervals it holds (since
+ * its start), its samples. */
+static struct dropped with_current(const struct pipeline *p, struct dropped d,
+				   const struct pipeline_tick *k)
 {
-	if (profile_bytes(p->sink.prof) <= p->c.hold_bytes) {
-		p->held++;
-		return 0;
-	}
-	if (!p->dropped.intervals)
-		p->dropped.from_wall = p->interval_wall;
-	p->dropped.to_wall = k->wall_ns;
-	p->dropped.intervals += p->held + 1;
-	p->dropped.samples += p->sink.n.records - p->n0.records;
-	p->held = 0;
-	return 1;
+	if (!d.intervals)
+		d.from_wall = p->interval_wall;
+	d.to_wall = k->wall_ns;
+	d.intervals += p->held + 1;
+	d.samples += p->sink.n.records - p->n0.records;
+	return d;
 }
 
 int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
 		   size_t pathlen, char *err, size_t errlen)
 {
 	struct pipeline_tick applied = *k;
-	int r;
+	struct dropped d;
+	int w, r, drop;
 
 	if (p->c.wall)	/* threads still off the CPU count up to now */
 		sample_flush_offcpu(&p->sink, k->mono_ns, p->io.find, p->io.ctx);
 	add_comments(p, k);
 	profile_set_time(p->sink.prof, p->interval_wall,
 			 (int64_t)(k->mono_ns - p->interval_mono));
-	r = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);
-	/* A failed write keeps the interval going: its samples stay, within
-	 * the bound (hold_or_drop). The log gets the tick as applied, so a
-	 * replay does the same. */
-	applied.rotate = k->rotate && (r == 0 || hold_or_drop(p, k));
-	if (r == 0)
-		p->held = 0, memset(&p->dropped, 0, sizeof(p->dropped));
+	r = w = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);
+	/* A failed write keeps the interval going: its samples stay, up to
+	 * hold_bytes; past that they are dropped and counted. The log gets
+	 * the tick as applied, so a replay does the same (and writes what
+	 * was dropped, its writes working). */
+	drop = k->rotate && w && profile_bytes(p->sink.prof) > p->c.hold_bytes;
+	d = drop ? with_current(p, p->dropped, k) : p->dropped;
+	applied.rotate = k->rotate && (w == 0 || drop);
 	if (applied.rotate && rotate(p, k)) {
 		snprintf(err, errlen, "out of memory starting a new interval; continuing in the current one");
 		applied.rotate = 0;
+		drop = 0;	/* kept after all */
 		r = -1;
+	}
+	if (w == 0) {
+		p->held = 0;
+		memset(&p->dropped, 0, sizeof(p->dropped));
+	} else if (drop) {
+		p->held = 0;
+		p->dropped = d;
+	} else if (k->rotate) {
+		p->held++;
 	}
 	LOG(p, tick, &applied);
 	return r;
