@@ -20,7 +20,13 @@ for py in $shared $static; do
 	[ -x $py ] || { echo "SKIP: $py not present"; exit 77; }
 done
 work=$(mktemp -d /tmp/pyperf-self.XXXXXX)
-trap 'pkill -f "$work" 2>/dev/null; rm -rf "$work"' EXIT
+# Profilers write their file when stopped: wait for them before the rm.
+cleanup() {
+	pkill -f "$work" 2> /dev/null
+	for i in $(seq 50); do pgrep -f "$work" > /dev/null || break; sleep 0.1; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
 failed=0
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; failed=1; }
