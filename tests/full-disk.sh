@@ -91,7 +91,9 @@ awk "BEGIN { exit !(${dur:-0} >= 2.5) }" &&
 # per millisecond of its CPU time (-c 1000000, the default), read every
 # 100 ms from /proc while the profiler ran; a file that kept only its last
 # interval would have a third of them or less. The records enter the
-# interval they are read in (batches of up to 200 ms): 70 % allows that.
+# interval they are read in (the ring buffer is read every 100 ms at
+# most): 70 % less 100 samples allows that (measured: 99-105 %, 115 % in
+# an ASan build on a loaded machine, the target getting 0.46 s of CPU).
 "$PYTHON3" - "$TOP_SRCDIR/tests" "$mnt/$first" "$work/cpu" "$(getconf CLK_TCK)" "${samples:-0}" <<'EOS'
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -117,7 +119,7 @@ want = (c1 - c0) * 1000
 got = int(sys.argv[5])
 print("held file: %d samples for %.2f s of the target's CPU time (%.0f %%)"
       % (got, c1 - c0, 100.0 * got / max(want, 1)))
-sys.exit(0 if got >= 0.7 * want else 1)
+sys.exit(0 if got >= 0.7 * want - 100 else 1)
 EOS
 [ $? = 0 ] && pass "held samples kept" || fail "held samples" "too few samples in $first"
 exit $failed
