@@ -103,6 +103,7 @@ struct session {
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 	uint64_t write_failures;	/* writes failed in a row */
+	int final_write;		/* the last one: tried whatever the probe says */
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -565,7 +566,13 @@ static int load_ksym(struct session *s)
 static int session_write(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
 			 size_t pathlen, char *err, size_t errlen)
 {
-	return output_write(&((struct session *)ctx)->out, p, wall_ns, path, pathlen, err, errlen);
+	struct session *s = ctx;
+
+	/* While writes fail, a page written first tells whether one can work
+	 * now: the profile held may take half a second to encode. */
+	if (s->write_failures && !s->final_write && output_probe(&s->out, err, errlen))
+		return -1;
+	return output_write(&s->out, p, wall_ns, path, pathlen, err, errlen);
 }
 
 /* The pipeline, once the event actually sampled is known; the targets
@@ -630,7 +637,7 @@ static int write_profile(struct session *s, int final, int rotate)
 	struct pipeline_tick k = { .final = final, .rotate = rotate, .nstats = STAT__COUNT };
 	char err[512], path[4200];
 	int64_t now = elapsed_ns(s);
-	int r;
+	int r, recovered;
 
 	bpf_attach_read_stats(&s->bpf, s->bpf_stats);
 	if (final)
@@ -638,6 +645,7 @@ static int write_profile(struct session *s, int final, int rotate)
 	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
 	k.wall_ns = wall_ns();
 	k.mono_ns = mono_ns();
+	s->final_write = final;
 	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final) {
 		struct report_view v = view(s);
@@ -650,7 +658,8 @@ static int write_profile(struct session *s, int final, int rotate)
 		write_failed(s, final, err);
 		return -1;
 	}
-	if (s->write_failures)
+	recovered = s->write_failures != 0;
+	if (recovered)
 		fprintf(stderr, "pyperf-pprof: writing works again after %" PRIu64 " failure%s: wrote %s, with the samples kept since\n",
 			s->write_failures, s->write_failures == 1 ? "" : "s", path);
 	s->write_failures = 0;
@@ -660,7 +669,7 @@ static int write_profile(struct session *s, int final, int rotate)
 	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
 		    path, path);
-	else if (s->cfg->verbose)
+	else if (s->cfg->verbose && !recovered)
 		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
 	return 0;
 }

@@ -43,6 +43,24 @@ int output_init(struct output *o, const struct config *cfg, char *err, size_t er
 	return pprof_check_writable(probe, err, errlen);
 }
 
+/* Can a profile be written again where they go? A page written to a
+ * probe file beside them, which is then removed: while writes fail, this
+ * is asked before a held profile is encoded again (half a second of CPU
+ * at PIPELINE_HOLD_BYTES). */
+int output_probe(const struct output *o, char *err, size_t errlen)
+{
+	static const uint8_t page[4096];
+	char probe[4200];
+	const char *slash = strrchr(o->pattern, '/');
+
+	snprintf(probe, sizeof(probe), "%.*s.pyperf-pprof.probe",
+		 slash ? (int)(slash + 1 - o->pattern) : 0, o->pattern);
+	if (pprof_install_buffer(probe, page, sizeof(page), err, errlen))
+		return -1;
+	unlink(probe);
+	return 0;
+}
+
 /* The pattern with %t replaced by the UTC time wall_ns (sortable by name). */
 static void expand(struct output *o, int64_t wall_ns, char *path, size_t len)
 {
