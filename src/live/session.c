@@ -584,7 +584,7 @@ static int start_pipeline(struct session *s)
 		.event = cfg->event, .sample_period = cfg->sample_period,
 		.frequency = cfg->frequency, .stack_bytes = cfg->stack_bytes,
 		.all_native = cfg->all_native, .hw_cycles = s->bpf.hw_cycles, .wall = cfg->wall,
-		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline,
+		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline, .host = cfg->all,
 	};
 	struct pipeline_io io = {
 		.write = session_write, .find = find_target, .ctx = s, .ksym = s->ksym,
@@ -669,8 +669,8 @@ static int write_profile(struct session *s, int final, int rotate)
 	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
 		    path, path);
-	else if (s->cfg->verbose && !recovered)
-		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
+	else if (!recovered)	/* one line per interval: a journal shows the run is alive */
+		say(s, "%spyperf-pprof: wrote %s\n", s->status_line ? "\r\033[K" : "", path);
 	return 0;
 }
 
@@ -729,7 +729,8 @@ static int start(struct session *s)
 	}
 	if (find_targets(s))
 		return -1;
-	if (output_init(&s->out, s->cfg, err, sizeof(err))) {
+	/* The run id in the series' names: our pid (eventlog.c records it). */
+	if (output_init(&s->out, s->cfg, (uint32_t)getpid(), err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}

@@ -37,6 +37,7 @@ struct pipeline_conf {
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	int wall;			/* --mode wall: off-CPU time too */
 	int gil_only;
+	int host;			/* every Python process of the host */
 	uint32_t symcache_entries;	/* 0: PIPELINE_SYMCACHE */
 	uint32_t threadcache_entries;	/* 0: PIPELINE_THREADCACHE */
 	const char *cmdline;		/* the invocation, in each profile */

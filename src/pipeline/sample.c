@@ -37,8 +37,9 @@ static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t 
 	return &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ lasti) % LOC_MEMO];
 }
 
-/* The BPF walk stopped at a frame it could not trust (an implausible
- * frame or a cycle: see implausible() in pyperf.bpf.c): what lay beyond was
+/* The BPF walk stopped at a frame it could not trust (garbage by
+ * py_frame_classify() in bpf/pyperf.h, or a cycle by walk_step()'s check in
+ * pyperf.bpf.c): what lay beyond was
  * garbage, so the stack ends here with one placeholder that closes its
  * eval-loop group. Returns the new count, 0 if out of memory. */
 static size_t cut_walk(struct sample_sink *k, size_t n, int after_one)
@@ -351,8 +352,7 @@ static void diff_unwinds(struct sample_sink *k, const struct py_target *t,
 	int pid = (int)s->h.pid;
 	void *ctx[3] = { k, (void *)t, &pid };
 	int truncated = s->h.native_end == PY_NATIVE_END_MAX || uend == UNWIND_END_MAX;
-	int not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
-			 s->h.native_end == PY_NATIVE_END_NO_MAP;
+	int not_loaded = py_native_end_missing(s->h.native_end);
 
 	native_diff_add(k->diff, k->kpcs, nk, k->pcs, nu, truncated, not_loaded,
 			diff_object, ctx);
@@ -391,8 +391,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		memcpy(k->kpcs, (const uint8_t *)s + off, nk * 8);
 		kernel_anchors(k, nk);
 		off += nk * 8;
-		*not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
-			      s->h.native_end == PY_NATIVE_END_NO_MAP;
+		*not_loaded = py_native_end_missing(s->h.native_end);
 	}
 	nu = user_unwind(k, t, s, size, off, &uend);
 	if (kernel && nu >= 0 && k->diff)
@@ -593,6 +592,18 @@ static void count_thread(struct sample_sink *k, uint32_t tid)
 }
 
 /* Adds one stack with all its labels. */
+/* The program the samples come from (pipeline.c names the profile after
+ * it): the process name while there is one. */
+static void note_program(struct sample_sink *k, const struct py_target *t)
+{
+	if (!t->comm[0] || (k->programs == 1 && !strcmp(k->program, t->comm)))
+		return;
+	if (k->programs++ == 0)
+		snprintf(k->program, sizeof(k->program), "%s", t->comm);
+	else
+		k->programs = 2;
+}
+
 static int add_labeled(struct sample_sink *k, const struct py_target *t, const uint64_t *locs,
 		       size_t n, uint32_t pid, uint32_t tid, const char *tname, const char *task,
 		       uint32_t flags, int64_t count, int64_t weight)
@@ -601,6 +612,7 @@ static int add_labeled(struct sample_sink *k, const struct py_target *t, const u
 	int64_t values[2] = { count, weight };
 	size_t nl = 5;
 
+	note_program(k, t);
 	labels[0] = (struct profile_label){ .key = "pid", .num = pid };
 	labels[1] = (struct profile_label){ .key = "tid", .num = tid };
 	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname };
@@ -908,6 +920,10 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	comm[PYPERF_COMM_LEN] = '\0';
 	if (k->threads && s->h.tstate)
 		tname = pythread_cache_name(k->threads, t, s->h.tstate, s->h.time_ns);
+	/* threading's name for the main thread, whether or not the target
+	 * imported threading (the comm would be the process name). */
+	if (!tname && s->h.tid == s->h.pid)
+		tname = "MainThread";
 	/* python_frames() left the frames' code objects in k->codes. */
 	if (k->tasks && s->h.tstate)
 		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,

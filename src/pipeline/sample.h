@@ -116,6 +116,8 @@ struct sample_sink {
 	void (*native_miss)(void *ctx, int pid, uint64_t taken_ns);
 	void *native_miss_ctx;
 	struct native_diff *diff;		/* --unwind both: compare the two */
+	char program[16];			/* the sampled processes' name */
+	int programs;				/* names seen: 0, 1, 2 = several */
 	pysym_clock_fn clock;			/* live only: see sample_add */
 	uint8_t *full;				/* a compact record, expanded */
 	size_t full_cap;

@@ -1,7 +1,8 @@
 /*
  * Unit tests of src/cli.c: the defaults a user gets without options, and
  * options that touch the same settings in either order (--native after
- * --unwind once reset the unwind mode).
+ * --unwind once reset the unwind mode), the default name following the
+ * format, and --replay refusing what it cannot honour.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,10 +67,33 @@ static void test_unwind_and_native(void)
 	check(parse(bad, ARGC(bad), &cfg) == CLI_ERROR, "--unwind sideways: refused");
 }
 
+static void test_format_and_replay(void)
+{
+	char *folded[] = { "pyperf-pprof", "--format", "collapsed", NULL };
+	char *named[] = { "pyperf-pprof", "--format", "collapsed", "-o", "x.txt", NULL };
+	char *replay_ok[] = { "pyperf-pprof", "--replay", "r.rec", "--keep", "3", "--all-native",
+			      "--format", "collapsed", "-o", "d/", "-v", NULL };
+	char *replay_gil[] = { "pyperf-pprof", "--replay", "r.rec", "--gil", NULL };
+	char *gil_replay[] = { "pyperf-pprof", "-F", "99", "--replay", "r.rec", NULL };
+	struct config cfg;
+
+	check(parse(folded, ARGC(folded), &cfg) == CLI_RUN && !strcmp(cfg.out, "profile.folded"),
+	      "--format collapsed: default profile.folded");
+	check(parse(named, ARGC(named), &cfg) == CLI_RUN && !strcmp(cfg.out, "x.txt"),
+	      "--format collapsed -o x.txt: x.txt");
+	check(parse(replay_ok, ARGC(replay_ok), &cfg) == CLI_RUN,
+	      "--replay with output options only: runs");
+	fprintf(stderr, "(two error lines about --replay are expected below)\n");
+	check(parse(replay_gil, ARGC(replay_gil), &cfg) == CLI_ERROR, "--replay --gil: refused");
+	check(parse(gil_replay, ARGC(gil_replay), &cfg) == CLI_ERROR,
+	      "-F before --replay: refused");
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_defaults();
 	test_unwind_and_native();
+	test_format_and_replay();
 	return check_exit();
 }

@@ -22,7 +22,7 @@
  *   gcc -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables -Itests \
  *       -c tests/unit/unwind_nocfi.c -o /tmp/nocfi.o
  *   gcc -Wall -Wextra -O2 -g -Isrc -Ibpf -Itests tests/unit/test_unwind.c /tmp/nocfi.o \
- *       src/native/unwind.c src/native/nsym.c src/target/proc.c src/target/elffile.c \
+ *       src/native/unwind.c src/native/nsym.c src/memsource/proc.c src/memsource/elffile.c \
  *       $(pkg-config --cflags --libs libunwind-generic libelf zlib) -o /tmp/tu && /tmp/tu
  *
  * One "ok ..." / "FAIL ..." / "skip ..." line per check; exits 1 if any
