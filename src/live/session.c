@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -101,6 +102,8 @@ struct session {
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
+	uint64_t write_failures;	/* writes failed in a row */
+	int final_write;		/* the last one: tried whatever the probe says */
 };
 
 static volatile sig_atomic_t stop_requested, write_requested;
@@ -563,7 +566,13 @@ static int load_ksym(struct session *s)
 static int session_write(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
 			 size_t pathlen, char *err, size_t errlen)
 {
-	return output_write(&((struct session *)ctx)->out, p, wall_ns, path, pathlen, err, errlen);
+	struct session *s = ctx;
+
+	/* While writes fail, a page written first tells whether one can work
+	 * now: the profile held may take half a second to encode. */
+	if (s->write_failures && !s->final_write && output_probe(&s->out, err, errlen))
+		return -1;
+	return output_write(&s->out, p, wall_ns, path, pathlen, err, errlen);
 }
 
 /* The pipeline, once the event actually sampled is known; the targets
@@ -600,14 +609,35 @@ static int start_pipeline(struct session *s)
 	return 0;
 }
 
+/* A write failed (full disk, read-only or vanished directory, quota).
+ * The first failure in a row says so and what happens next; the others
+ * are quiet (one line each with -v): continuous mode tries again at the
+ * next interval boundary, not at once. The last write says it always. */
+static void write_failed(struct session *s, int final, const char *err)
+{
+	if (final || !s->write_failures++ || s->cfg->verbose) {
+		fprintf(stderr, "pyperf-pprof: %s", err);
+		if (final)
+			fprintf(stderr, "\n");
+		else if (s->write_failures > 1)
+			fprintf(stderr, " (%" PRIu64 " failures in a row)\n", s->write_failures);
+		else if (s->cfg->interval_s)
+			fprintf(stderr, "; keeping the samples in memory (up to %u MiB; past that they are dropped, and counted in the next profile) and trying again every %" PRIu64 " s\n",
+				PIPELINE_HOLD_BYTES >> 20, s->cfg->interval_s);
+		else
+			fprintf(stderr, "; keeping the samples for the next write\n");
+	}
+}
+
 /* Writes the current profile: an interval boundary of the pipeline. With
- * rotate, a new interval starts (the caches are kept). */
+ * rotate, a new interval starts (the caches are kept); so it does after a
+ * failed write, which is tried again at the next boundary. */
 static int write_profile(struct session *s, int final, int rotate)
 {
 	struct pipeline_tick k = { .final = final, .rotate = rotate, .nstats = STAT__COUNT };
 	char err[512], path[4200];
 	int64_t now = elapsed_ns(s);
-	int r;
+	int r, recovered;
 
 	bpf_attach_read_stats(&s->bpf, s->bpf_stats);
 	if (final)
@@ -615,26 +645,32 @@ static int write_profile(struct session *s, int final, int rotate)
 	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
 	k.wall_ns = wall_ns();
 	k.mono_ns = mono_ns();
+	s->final_write = final;
 	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final) {
 		struct report_view v = view(s);
 
 		report_summary(&v);
 	}
+	if (rotate)
+		s->interval_t0 = now;
 	if (r) {
-		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		write_failed(s, final, err);
 		return -1;
 	}
+	recovered = s->write_failures != 0;
+	if (recovered)
+		fprintf(stderr, "pyperf-pprof: writing works again after %" PRIu64 " failure%s: wrote %s, with the samples kept since\n",
+			s->write_failures, s->write_failures == 1 ? "" : "s", path);
+	s->write_failures = 0;
 	if (final && s->cfg->format == FORMAT_PPROF)
 		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
 		    path, path);
 	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
 		    path, path);
-	else	/* one line per interval: a journal shows the run is alive */
+	else if (!recovered)	/* one line per interval: a journal shows the run is alive */
 		say(s, "%spyperf-pprof: wrote %s\n", s->status_line ? "\r\033[K" : "", path);
-	if (rotate)
-		s->interval_t0 = now;
 	return 0;
 }
 
@@ -724,6 +760,9 @@ int session_run(const struct config *cfg)
 	if (!s)
 		return 1;
 	s->cfg = cfg;
+	/* Another pyperf-pprof knows us by this name, however our file is
+	 * called (targets_is_profiler); so do we know it. */
+	prctl(PR_SET_NAME, TARGETS_PROFILER_COMM);
 	bpf_attach_log_level(cfg->verbose);
 	install_signals();
 	if (start(s) == 0) {

@@ -49,6 +49,25 @@ int output_init(struct output *o, const struct config *cfg, uint32_t run_id, cha
 	return pprof_check_writable(probe, err, errlen);
 }
 
+/* Can a profile be written again where they go? A page written to a
+ * probe file beside them, which is then removed: while writes fail, this
+ * is asked before a held profile is encoded again (half a second of CPU
+ * at PIPELINE_HOLD_BYTES). */
+int output_probe(const struct output *o, char *err, size_t errlen)
+{
+	static const uint8_t page[4096];
+	char probe[4200];
+	const char *slash = strrchr(o->pattern, '/');
+
+	/* This run's own probe: runs may share a directory. */
+	snprintf(probe, sizeof(probe), "%.*s.pyperf-pprof-%u.probe",
+		 slash ? (int)(slash + 1 - o->pattern) : 0, o->pattern, o->run_id);
+	if (pprof_install_buffer(probe, page, sizeof(page), 0, err, errlen))
+		return -1;
+	unlink(probe);
+	return 0;
+}
+
 /* The pattern with %t replaced by the UTC time wall_ns (sortable by name),
  * the run id and the sequence number seq. */
 static void expand(const struct output *o, int64_t wall_ns, unsigned seq, char *path,
@@ -210,6 +229,7 @@ static int install(struct output *o, const uint8_t *buf, size_t len, int64_t wal
 int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
 		 size_t pathlen, char *err, size_t errlen)
 {
+	unsigned seq = o->seq;
 	uint8_t *buf;
 	size_t len;
 	int r;
@@ -221,7 +241,9 @@ int output_write(struct output *o, const struct profile *p, int64_t wall_ns, cha
 	}
 	r = install(o, buf, len, wall_ns, path, pathlen, err, errlen);
 	free(buf);
-	if (r == 0 && o->series && o->cfg->keep > 0)
+	if (r)
+		o->seq = seq;	/* a name not written is not used up */
+	else if (o->series && o->cfg->keep > 0)
 		prune(o, path);
 	return r;
 }

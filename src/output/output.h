@@ -41,4 +41,9 @@ int output_init(struct output *o, const struct config *cfg, uint32_t run_id, cha
 int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
 		 size_t pathlen, char *err, size_t errlen);
 
+/* Writes a page to a probe file in the output's directory and removes it:
+ * 0 if that worked, else -1 with one line in err. Cheap, to ask before
+ * encoding a profile while writes fail. */
+int output_probe(const struct output *o, char *err, size_t errlen);
+
 #endif

@@ -24,6 +24,8 @@
 #define PIPELINE_SYMCACHE	16384		/* code objects cached, when not given */
 #define PIPELINE_THREADCACHE	8192		/* thread names cached, when not given */
 #define PIPELINE_TASKCACHE	2048		/* threads whose asyncio task is kept */
+#define PIPELINE_HOLD_BYTES	(32u << 20)	/* a profile kept over failed writes,
+						 * at most (profile_bytes), when not given */
 
 /* What the profiles are of: fixed for a pipeline's life. */
 struct pipeline_conf {
@@ -39,6 +41,7 @@ struct pipeline_conf {
 	uint32_t symcache_entries;	/* 0: PIPELINE_SYMCACHE */
 	uint32_t threadcache_entries;	/* 0: PIPELINE_THREADCACHE */
 	const char *cmdline;		/* the invocation, in each profile */
+	size_t hold_bytes;		/* 0: PIPELINE_HOLD_BYTES */
 };
 
 /* An interval boundary: the current profile is written. */
@@ -122,6 +125,11 @@ int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *r
  * time from its start to the tick). With k->rotate, and if the write
  * succeeded, the next interval starts at the tick with a fresh profile;
  * the caches are kept. path gets the file's name; -1 with one line in err.
+ * A rotation whose write failed keeps the interval going, so the next
+ * profile written holds its samples too (its time and duration span
+ * them), unless the profile then holds more than hold_bytes: it is
+ * dropped and a new interval starts, and the next profile written counts
+ * what was dropped in a comment ("dropped: N samples of K intervals").
  */
 int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
 		   size_t pathlen, char *err, size_t errlen);

@@ -37,6 +37,7 @@ struct profile {
 	uint64_t serial;		/* unique per profile_new() */
 	char **strs;
 	size_t nstrs, strs_cap;
+	size_t str_bytes;		/* the strings' own allocations */
 	struct htab str_ht;
 
 	struct profile_value_type *stypes;
@@ -308,6 +309,7 @@ static int64_t intern_valid(struct profile *p, const char *s, size_t len)
 	}
 	memcpy(copy, s, len);
 	copy[len] = '\0';
+	p->str_bytes += len + 1;
 	htab_put(&p->str_ht, hash, p->nstrs);
 	strs[p->nstrs] = copy;
 	return (int64_t)p->nstrs++;
@@ -923,6 +925,23 @@ int profile_set_main(struct profile *p, const char *name)
 size_t profile_sample_count(const struct profile *p)
 {
 	return p->nsamples;
+}
+
+static size_t htab_bytes(const struct htab *h)
+{
+	return ((size_t)h->mask + 1) * sizeof(*h->slots);
+}
+
+size_t profile_bytes(const struct profile *p)
+{
+	return sizeof(*p) + p->str_bytes + p->strs_cap * sizeof(*p->strs) +
+	       htab_bytes(&p->str_ht) + p->stypes_cap * sizeof(*p->stypes) +
+	       p->comments_cap * sizeof(*p->comments) + p->funcs_cap * sizeof(*p->funcs) +
+	       htab_bytes(&p->func_ht) + p->maps_cap * sizeof(*p->maps) + htab_bytes(&p->map_ht) +
+	       p->locs_cap * sizeof(*p->locs) + htab_bytes(&p->loc_ht) +
+	       p->lines_cap * sizeof(*p->lines) + p->samples_cap * sizeof(*p->samples) +
+	       htab_bytes(&p->sample_ht) + p->stack_ids_cap * sizeof(*p->stack_ids) +
+	       p->labels_cap * sizeof(*p->labels) + p->values_cap * sizeof(*p->values);
 }
 
 void profile_get_view(const struct profile *p, struct profile_view *v)

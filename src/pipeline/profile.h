@@ -113,6 +113,9 @@ int profile_add_sample(struct profile *p, const uint64_t *locs, size_t nlocs,
 
 /* Number of distinct samples. */
 size_t profile_sample_count(const struct profile *p);
+/* Bytes the profile holds (its arrays as allocated, tables, strings),
+ * without the allocator's own overhead. */
+size_t profile_bytes(const struct profile *p);
 
 /*
  * Read-only view of the stored profile, for the writer and for tests.
