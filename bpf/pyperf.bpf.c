@@ -24,6 +24,7 @@ const volatile __u32 pidns_ino = 0;
 
 /* The initial PID namespace's inode number (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO	0xEFFFFFFCU
+#define PF_EXITING		0x00000004	/* include/linux/sched.h: in do_exit() */
 
 /* --gil: only samples of threads holding the GIL are sent. */
 const volatile bool gil_only = false;
@@ -1526,7 +1527,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct py_sample_hdr h = {};
 	__u32 tgid;
 
-	sample_current(ctx, 0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
+	/* A thread that exits leaves the CPU for good: no wait to count
+	 * (its interval would stay open until the end of every interval). */
+	if (!(BPF_CORE_READ(prev, flags) & PF_EXITING))
+		sample_current(ctx, 0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
 	if (pid_nr_in_our_ns(BPF_CORE_READ(next, group_leader, thread_pid), &tgid) ||
 	    !bpf_map_lookup_elem(&procs, &tgid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(next, thread_pid), &h.tid))

@@ -19,6 +19,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "blocked.h"
 #include "bpf_attach.h"
 #include "eventlog.h"
 #include "ktables.h"
@@ -100,6 +101,7 @@ struct session {
 	struct native_diff diff;	/* --unwind both */
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
+	uint64_t start_mono;		/* CLOCK_MONOTONIC when sampling began */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 };
 
@@ -126,6 +128,24 @@ static void on_native_miss(void *ctx, int pid)
 
 	if (t)
 		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), 0);
+}
+
+static int batch_add(struct session *s, const struct py_target *t, const void *data,
+		     size_t size);
+
+static int emit_blocked(void *ctx, const struct py_target *t, const void *rec, size_t size)
+{
+	return batch_add(ctx, t, rec, size);
+}
+
+/* Wall mode: t's threads off the CPU now, blocked perhaps since long
+ * before, wait from time_ns on (blocked.h). Called once the BPF program
+ * samples t, so a thread that runs after this has its switch-in seen. */
+static void snapshot_blocked(struct session *s, const struct py_target *t, uint64_t time_ns)
+{
+	if (s->cfg->wall && blocked_snapshot(t, s->cfg->stack_bytes, time_ns, emit_blocked, s))
+		fprintf(stderr, "pyperf-pprof: out of memory reading the waiting threads of pid %d; "
+			"their waits count from their next switch-out only\n", (int)t->pid);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -157,6 +177,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
 			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), 1);
+		if (s->pl)	/* else when the pipeline starts */
+			snapshot_blocked(s, t, mono_ns());
 		return;
 	}
 	if (event == 0) {
@@ -594,9 +616,12 @@ static int start_pipeline(struct session *s)
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	pipeline_start(s->pl, wall_ns(), mono_ns());
+	s->start_mono = mono_ns();
+	pipeline_start(s->pl, wall_ns(), s->start_mono);
 	for (size_t i = 0; i < s->ts.n; i++)
 		pipeline_target_add(s->pl, s->ts.v[i]);
+	for (size_t i = 0; i < s->ts.n; i++)
+		snapshot_blocked(s, s->ts.v[i], s->start_mono);
 	return 0;
 }
 

@@ -670,21 +670,30 @@ static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t
 	return 0;
 }
 
-/* It is back: the stack weighs the time it was away. */
-static int offcpu_end(struct sample_sink *k, const struct py_target *t, struct offcpu *o,
+/* The stack weighs the time it was away, up to now_ns. */
+static int offcpu_add(struct sample_sink *k, const struct py_target *t, const struct offcpu *o,
 		      uint64_t now_ns)
 {
 	int64_t w = now_ns > o->start_ns ? (int64_t)(now_ns - o->start_ns) : 0;
 	int64_t count = k->period_ns ? (w + (int64_t)k->period_ns / 2) / (int64_t)k->period_ns : 1;
-	int r = 0;
 
-	if (w > 0)
-		r = add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname, o->task,
-				o->flags, count, w);
+	return w > 0 ? add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname, o->task,
+				   o->flags, count, w) : 0;
+}
+
+/* It is back. */
+static int offcpu_end(struct sample_sink *k, const struct py_target *t, struct offcpu *o,
+		      uint64_t now_ns)
+{
+	int r = offcpu_add(k, t, o, now_ns);
+
 	offcpu_clear(k, o);
 	return r;
 }
 
+/* A wait still going on counts up to now_ns in this interval and goes on
+ * in the next from there: a thread blocked for hours shows in every
+ * interval, whole. A thread whose process is gone is dropped. */
 void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 			 const struct py_target *(*find)(void *ctx, int pid), void *ctx)
 {
@@ -694,10 +703,14 @@ void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 
 		while (o->tid) {	/* clearing may shift another entry here */
 			t = find(ctx, (int)o->pid);
-			if (t)
-				offcpu_end(k, t, o, now_ns);
-			else
+			if (!t) {
 				offcpu_clear(k, o);
+				continue;
+			}
+			offcpu_add(k, t, o, now_ns);
+			if (now_ns > o->start_ns)
+				o->start_ns = now_ns;
+			break;
 		}
 	}
 }

@@ -170,8 +170,9 @@ void sample_precheck_answer(struct sample_sink *k, size_t i, const uint8_t *byte
 int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, const void *rec,
 		     size_t size);
 
-/* Wall mode: closes every open off-CPU interval at now_ns (CLOCK_MONOTONIC)
- * and adds it; find maps a pid to its target (NULL: dropped). */
+/* Wall mode: adds every open off-CPU interval up to now_ns (CLOCK_MONOTONIC),
+ * an interval boundary; those of live threads go on from now_ns. find maps
+ * a pid to its target (NULL: the process is gone, its intervals dropped). */
 void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 			 const struct py_target *(*find)(void *ctx, int pid), void *ctx);
 
