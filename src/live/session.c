@@ -101,7 +101,8 @@ struct session {
 	struct native_diff diff;	/* --unwind both */
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
-	uint64_t start_mono;		/* CLOCK_MONOTONIC when sampling began */
+	uint64_t start_mono;		/* CLOCK_MONOTONIC when the events attached */
+	int64_t start_wall;		/* ... and CLOCK_REALTIME */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 };
 
@@ -119,6 +120,7 @@ static void on_signal(int sig)
 }
 
 static uint64_t mono_ns(void);
+static int64_t wall_ns(void);
 
 /* --unwind kernel: a sample's walk met a mapping not loaded yet. */
 static void on_native_miss(void *ctx, int pid)
@@ -240,6 +242,9 @@ static int load_bpf(struct session *s)
 	/* A recording keeps the checks' reads, for replay to repeat. */
 	if (!s->rec && bpf_attach_checks(&s->bpf, &s->chk.req, &s->chk.slots))
 		s->chk.req = NULL;
+	/* The window starts with the first sample it may hold. */
+	s->start_mono = mono_ns();
+	s->start_wall = wall_ns();
 	return bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000));
 }
 
@@ -511,6 +516,11 @@ static int poll_loop(struct session *s)
 		if (write_requested ||
 		    (s->cfg->interval_s && now - s->interval_t0 >= (int64_t)s->cfg->interval_s * 1000000000LL)) {
 			write_requested = 0;
+			/* What the ring buffer holds so far belongs to this
+			 * interval: a wait that ended before the boundary is
+			 * not to be counted on in the next. */
+			s->pass_end = now + PASS_NS;
+			ring_buffer__consume(s->rb);
 			if (flush_batch(s))
 				return 0;
 			write_profile(s, 0, s->cfg->interval_s != 0);
@@ -616,8 +626,7 @@ static int start_pipeline(struct session *s)
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	s->start_mono = mono_ns();
-	pipeline_start(s->pl, wall_ns(), s->start_mono);
+	pipeline_start(s->pl, s->start_wall, s->start_mono);
 	for (size_t i = 0; i < s->ts.n; i++)
 		pipeline_target_add(s->pl, s->ts.v[i]);
 	for (size_t i = 0; i < s->ts.n; i++)

@@ -664,7 +664,9 @@ static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t
 	o->pid = s->h.pid;
 	o->tid = s->h.tid;
 	o->flags = s->h.flags;
-	o->start_ns = s->h.time_ns;
+	/* A switch-out read after the interval's boundary, from before it,
+	 * counts from the boundary: the interval before is written. */
+	o->start_ns = s->h.time_ns > k->offcpu_floor ? s->h.time_ns : k->offcpu_floor;
 	snprintf(o->tname, sizeof(o->tname), "%s", tname);
 	snprintf(o->task, sizeof(o->task), "%s", task ? task : "");
 	return 0;
@@ -713,6 +715,29 @@ void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 			break;
 		}
 	}
+	if (now_ns > k->offcpu_floor)
+		k->offcpu_floor = now_ns;
+}
+
+int sample_offcpu_move(struct sample_sink *k, struct profile *next)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < OFFCPU_MAX; i++) {
+		struct offcpu *o = &k->offcpu[i];
+		size_t j = 0;
+
+		while (o->tid) {	/* clearing may shift another entry here */
+			for (j = 0; j < o->n; j++)
+				if (!(o->locs[j] = profile_copy_location(next, k->prof, o->locs[j])))
+					break;
+			if (j == o->n)
+				break;
+			offcpu_clear(k, o);	/* out of memory: its wait is lost */
+			r = -1;
+		}
+	}
+	return r;
 }
 
 /* Where a record's frames are: *hdr bytes of header before them, *fsize

@@ -101,6 +101,8 @@ struct sample_sink {
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
 	uint64_t period_ns;			/* wall mode: counts = weight / period */
 	struct offcpu offcpu[OFFCPU_MAX];
+	uint64_t offcpu_floor;			/* the last boundary: no wait
+						 * counts from before it */
 	struct nsym_ctx *nsym;			/* NULL: Python frames only */
 	int all_native;				/* 1: no native_filter */
 	const struct ksym_table *ksym;		/* --kernel: names of kernel frames */
@@ -175,5 +177,10 @@ int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, con
  * a pid to its target (NULL: the process is gone, its intervals dropped). */
 void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 			 const struct py_target *(*find)(void *ctx, int pid), void *ctx);
+
+/* Wall mode: the stacks of the waits still open, moved into profile next
+ * (k->prof's successor, the next interval's). 0, or -1 when some had to
+ * be dropped for want of memory. */
+int sample_offcpu_move(struct sample_sink *k, struct profile *next);
 
 #endif
