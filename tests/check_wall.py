@@ -33,8 +33,8 @@ def main():
     ap.add_argument("--go", default="go")
     ap.add_argument("--tolerance", type=float, default=0.02)
     ap.add_argument("--only-waiting", action="store_true",
-                    help="leave out busy: in continuous mode its last samples "
-                    "before a boundary may go to the next interval")
+                    help="leave out busy: in continuous mode a sample whose span "
+                    "straddles a boundary goes whole to the next interval")
     ap.add_argument("profile")
     args = ap.parse_args()
     prof = pprof_raw.run_raw(args.profile, args.go)

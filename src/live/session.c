@@ -242,7 +242,11 @@ static int load_bpf(struct session *s)
 	/* A recording keeps the checks' reads, for replay to repeat. */
 	if (!s->rec && bpf_attach_checks(&s->bpf, &s->chk.req, &s->chk.slots))
 		s->chk.req = NULL;
-	/* The window starts with the first sample it may hold. */
+	/* The window starts with the first sample it may hold; a thread
+	 * running from then on counts from then (wall mode, pyperf.bpf.c:
+	 * oncpu_span). */
+	for (size_t i = 0; s->cfg->wall && i < s->ts.n; i++)
+		bpf_attach_target(&s->bpf, s->ts.v[i], 1);
 	s->start_mono = mono_ns();
 	s->start_wall = wall_ns();
 	return bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000));

@@ -80,12 +80,17 @@ struct native_memo {
 };
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
-/* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
+/* Wall mode: a thread's stack when it left the CPU, waiting for its return.
+ * The ring buffer is shared by the CPUs, and a switch-out record (a stack
+ * walk long) may come after the switch-in record another CPU wrote the
+ * moment the thread came back there: a slot without locs keeps that
+ * switch-in (end_ns) for the switch-out to come. */
 struct offcpu {
 	uint32_t pid, tid;	/* tid 0: free slot */
 	uint32_t flags;		/* SAMPLE_F_* of the switch-out record */
 	uint64_t start_ns;
-	uint64_t *locs;
+	uint64_t end_ns;	/* locs NULL: a switch-in seen first */
+	uint64_t *locs;		/* NULL: no wait open */
 	size_t n;
 	char tname[64];
 	char task[PYASYNCIO_LABEL_MAX];	/* "": no asyncio task */
