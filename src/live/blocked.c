@@ -3,7 +3,6 @@
 #include "blocked.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,32 +10,6 @@
 #include "proc.h"
 #include "pywalk.h"
 #include "target_src.h"
-
-int blocked_parse_syscall(const char *text, uint64_t *sp, uint64_t *pc)
-{
-	const char *p = text;
-	char *end;
-	long long nr;
-
-	if (strncmp(text, "running", 7) == 0)
-		return 0;
-	errno = 0;
-	nr = strtoll(p, &end, 0);
-	if (end == p || errno)
-		return -1;
-	p = end;
-	/* "NR ARG1..ARG6 SP PC" in a system call, "-1 SP PC" blocked
-	 * elsewhere in the kernel (a page fault, preempted). */
-	for (int i = 0; nr != -1 && i < 6; i++, p = end)
-		if (strtoull(p, &end, 0), end == p)
-			return -1;
-	*sp = strtoull(p, &end, 0);
-	if (end == p)
-		return -1;
-	p = end;
-	*pc = strtoull(p, &end, 0);
-	return end == p ? -1 : 1;
-}
 
 /* A small /proc file of thread tid of t, NUL-terminated, or NULL. */
 static char *task_file(const struct py_target *t, long tid, const char *name)
@@ -101,7 +74,7 @@ static size_t thread_record(const struct py_target *t, const struct proc_maps *m
 	char *text = task_file(t, tid, "syscall"), *comm;
 	uint64_t sp = 0, pc = 0;
 	size_t off, na;
-	int in_kernel = text ? blocked_parse_syscall(text, &sp, &pc) : -1;
+	int in_kernel = text ? proc_parse_syscall(text, &sp, &pc) : -1;
 
 	free(text);
 	if (in_kernel != 1)
