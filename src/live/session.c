@@ -103,6 +103,8 @@ struct session {
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	uint64_t start_mono;		/* CLOCK_MONOTONIC when the events attached */
 	int64_t start_wall;		/* ... and CLOCK_REALTIME */
+	uint64_t stop_mono;		/* when they were detached; 0: not yet */
+	int64_t stop_wall;
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 };
 
@@ -549,6 +551,12 @@ static int poll_loop(struct session *s)
 static void stop_sampling(struct session *s)
 {
 	bpf_attach_stop(&s->bpf);
+	/* The window ends here, not once the drain below is done: a busy
+	 * thread has no sample after it, a waiting one would count on. */
+	if (!s->stop_mono) {
+		s->stop_mono = mono_ns();
+		s->stop_wall = wall_ns();
+	}
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
 	if (!s->rb)
@@ -651,8 +659,8 @@ static int write_profile(struct session *s, int final, int rotate)
 	if (final)
 		show_status(s, 1);
 	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
-	k.wall_ns = wall_ns();
-	k.mono_ns = mono_ns();
+	k.wall_ns = final && s->stop_mono ? s->stop_wall : wall_ns();
+	k.mono_ns = final && s->stop_mono ? s->stop_mono : mono_ns();
 	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final) {
 		struct report_view v = view(s);
