@@ -125,13 +125,13 @@ static uint64_t mono_ns(void);
 static int64_t wall_ns(void);
 
 /* --unwind kernel: a sample's walk met a mapping not loaded yet. */
-static void on_native_miss(void *ctx, int pid)
+static void on_native_miss(void *ctx, int pid, uint64_t taken_ns)
 {
 	struct session *s = ctx;
 	const struct py_target *t = s->kt ? targets_find(&s->ts, pid) : NULL;
 
 	if (t)
-		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), 0);
+		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), taken_ns);
 }
 
 static int batch_add(struct session *s, const struct py_target *t, const void *data,
@@ -180,7 +180,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
-			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), 1);
+			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), KT_FORCE);
 		if (s->pl)	/* else when the pipeline starts */
 			snapshot_blocked(s, t, mono_ns());
 		return;
@@ -231,7 +231,7 @@ static int load_tables(struct session *s)
 	}
 	for (size_t i = 0; i < s->ts.n; i++)
 		ktables_load_pid(s->kt, s->ts.v[i]->src, s->ts.v[i]->pid, &s->ts.v[i]->tramp,
-				 mono_ns(), 1);
+				 mono_ns(), KT_FORCE);
 	return 0;
 }
 
@@ -619,7 +619,7 @@ static int start_pipeline(struct session *s)
 		.event = cfg->event, .sample_period = cfg->sample_period,
 		.frequency = cfg->frequency, .stack_bytes = cfg->stack_bytes,
 		.all_native = cfg->all_native, .hw_cycles = s->bpf.hw_cycles, .wall = cfg->wall,
-		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline,
+		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline, .host = cfg->all,
 	};
 	struct pipeline_io io = {
 		.write = session_write, .find = find_target, .ctx = s, .ksym = s->ksym,
@@ -677,8 +677,8 @@ static int write_profile(struct session *s, int final, int rotate)
 	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
 		    path, path);
-	else if (s->cfg->verbose)
-		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
+	else	/* one line per interval: a journal shows the run is alive */
+		say(s, "%spyperf-pprof: wrote %s\n", s->status_line ? "\r\033[K" : "", path);
 	if (rotate)
 		s->interval_t0 = now;
 	return 0;
@@ -739,7 +739,8 @@ static int start(struct session *s)
 	}
 	if (find_targets(s))
 		return -1;
-	if (output_init(&s->out, s->cfg, err, sizeof(err))) {
+	/* The run id in the series' names: our pid (eventlog.c records it). */
+	if (output_init(&s->out, s->cfg, (uint32_t)getpid(), err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}

@@ -254,6 +254,20 @@ static int rotate(struct pipeline *p, const struct pipeline_tick *k)
 	return 0;
 }
 
+/* What the profile is of, which pprof shows as its `File:` and title:
+ * the host's Python processes, or the targets' program (not the
+ * interpreter library the Python frames belong to). */
+static void name_profile(struct pipeline *p)
+{
+	const struct sample_sink *k = &p->sink;
+	const char *name = p->c.host ? "all Python processes" :
+			   k->programs == 1 ? k->program :
+			   k->programs ? "several Python programs" : NULL;
+
+	if (name)
+		(void)profile_set_main(k->prof, name);	/* out of memory: unnamed */
+}
+
 int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
 		   size_t pathlen, char *err, size_t errlen)
 {
@@ -263,6 +277,7 @@ int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path
 	if (p->c.wall)	/* threads still off the CPU count up to now */
 		sample_flush_offcpu(&p->sink, k->mono_ns, p->io.find, p->io.ctx);
 	add_comments(p, k);
+	name_profile(p);
 	profile_set_time(p->sink.prof, p->interval_wall,
 			 (int64_t)(k->mono_ns - p->interval_mono));
 	r = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);

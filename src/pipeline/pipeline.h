@@ -35,6 +35,7 @@ struct pipeline_conf {
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	int wall;			/* --mode wall: off-CPU time too */
 	int gil_only;
+	int host;			/* every Python process of the host */
 	uint32_t symcache_entries;	/* 0: PIPELINE_SYMCACHE */
 	uint32_t threadcache_entries;	/* 0: PIPELINE_THREADCACHE */
 	const char *cmdline;		/* the invocation, in each profile */
@@ -76,7 +77,7 @@ struct pipeline_io {
 	/* Live only (sample.h): kernel symbols, a BPF walk's miss. diff: the
 	 * --unwind both comparison, live or replayed. */
 	const struct ksym_table *ksym;
-	void (*native_miss)(void *ctx, int pid);
+	void (*native_miss)(void *ctx, int pid, uint64_t taken_ns);
 	void *native_miss_ctx;
 	struct native_diff *diff;
 	/* CLOCK_MONOTONIC: code objects checked since a sample are not read

@@ -56,6 +56,7 @@ struct profile {
 	struct profile_mapping_rec *maps;
 	size_t nmaps, maps_cap;
 	struct htab map_ht;
+	uint64_t main_map;		/* listed first; 0: the first made */
 
 	struct profile_location_rec *locs;
 	size_t nlocs, locs_cap;
@@ -955,6 +956,20 @@ int profile_add_sample(struct profile *p, const uint64_t *locs, size_t nlocs,
 	return 0;
 }
 
+int profile_set_main(struct profile *p, const char *name)
+{
+	struct profile_mapping_desc m = {
+		.filename = name, .has_functions = true, .has_filenames = true,
+		.has_line_numbers = true,
+	};
+	uint64_t id = profile_mapping(p, &m);
+
+	if (!id)
+		return -1;
+	p->main_map = id;
+	return 0;
+}
+
 size_t profile_sample_count(const struct profile *p)
 {
 	return p->nsamples;
@@ -977,6 +992,7 @@ void profile_get_view(const struct profile *p, struct profile_view *v)
 	v->nfunctions = p->nfuncs;
 	v->mappings = p->maps;
 	v->nmappings = p->nmaps;
+	v->main_mapping = p->main_map;
 	v->locations = p->locs;
 	v->nlocations = p->nlocs;
 	v->lines = p->lines;
