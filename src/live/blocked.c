@@ -112,8 +112,8 @@ static size_t thread_record(const struct py_target *t, const struct proc_maps *m
 	return off;
 }
 
-int blocked_snapshot(const struct py_target *t, uint32_t stack_bytes, uint64_t time_ns,
-		     blocked_emit_fn emit, void *ctx)
+int blocked_snapshot(const struct py_target *t, uint32_t stack_bytes, int gil_only,
+		     uint64_t time_ns, blocked_emit_fn emit, void *ctx)
 {
 	struct proc_maps maps = { 0 };
 	struct py_sample *s;
@@ -140,7 +140,7 @@ int blocked_snapshot(const struct py_target *t, uint32_t stack_bytes, uint64_t t
 			continue;
 		n++;
 		size = thread_record(t, &maps, tid, stack_bytes, time_ns, s);
-		if (size)
+		if (size && (!gil_only || (s->h.flags & SAMPLE_F_GIL_HELD)))
 			r = emit(ctx, t, s, size);
 	}
 	closedir(d);

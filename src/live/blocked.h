@@ -35,9 +35,10 @@ typedef int (*blocked_emit_fn)(void *ctx, const struct py_target *t, const void 
 /* Every thread of t not running now (at most PYPERF_MAX_THREADS): one
  * SAMPLE_F_OFFCPU record each, stamped time_ns (CLOCK_MONOTONIC), with up
  * to stack_bytes of stack (0: Python frames only). Threads that are on a
- * CPU, or gone, are skipped: their switch-out will tell. Returns 0, the
- * emitter's non-zero, or -1 out of memory. */
-int blocked_snapshot(const struct py_target *t, uint32_t stack_bytes, uint64_t time_ns,
-		     blocked_emit_fn emit, void *ctx);
+ * CPU, or gone, are skipped: their switch-out will tell; with gil_only
+ * (--gil), so are those not holding the GIL, as BPF skips them. Returns
+ * 0, the emitter's non-zero, or -1 out of memory. */
+int blocked_snapshot(const struct py_target *t, uint32_t stack_bytes, int gil_only,
+		     uint64_t time_ns, blocked_emit_fn emit, void *ctx);
 
 #endif

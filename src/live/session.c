@@ -147,7 +147,8 @@ static int emit_blocked(void *ctx, const struct py_target *t, const void *rec, s
  * samples t, so a thread that runs after this has its switch-in seen. */
 static void snapshot_blocked(struct session *s, const struct py_target *t, uint64_t time_ns)
 {
-	if (s->cfg->wall && blocked_snapshot(t, s->cfg->stack_bytes, time_ns, emit_blocked, s))
+	if (s->cfg->wall &&
+	    blocked_snapshot(t, s->cfg->stack_bytes, s->cfg->gil_only, time_ns, emit_blocked, s))
 		fprintf(stderr, "pyperf-pprof: out of memory reading the waiting threads of pid %d; "
 			"their waits count from their next switch-out only\n", (int)t->pid);
 }
