@@ -39,6 +39,9 @@ def main():
     args = ap.parse_args()
     prof = pprof_raw.run_raw(args.profile, args.go)
     window = window_s(args.profile, args.go)
+    for c in prof.comments:     # lost records lose time: say so
+        if c.startswith("counters:"):
+            print(c)
     total, under = {}, {}
     for values, frames, labels in prof.stacks():
         name = labels.get("thread_name", "?")
