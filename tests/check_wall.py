@@ -42,10 +42,12 @@ def main():
     for c in prof.comments:     # lost records lose time: say so
         if c.startswith("counters:"):
             print(c)
-    total, under = {}, {}
+    total, under, running = {}, {}, {}
     for values, frames, labels in prof.stacks():
         name = labels.get("thread_name", "?")
         total[name] = total.get(name, 0) + values[-1]
+        if labels.get("state") == "running":
+            running[name] = running.get(name, 0) + values[-1]
         if EXPECTED.get(name) in [f[0] for f in frames]:
             under[name] = under.get(name, 0) + values[-1]
     errors = []
@@ -56,8 +58,9 @@ def main():
         if args.only_waiting and name == "busy":
             continue
         t, u = total.get(name, 0) / 1e9, under.get(name, 0) / 1e9
-        print("%-10s %.3f s of a %.2f s window (%+.1f%%), %.3f s under %s()" %
-              (name, t, window, 100 * (t / window - 1), u, EXPECTED[name]))
+        print("%-10s %.3f s of a %.2f s window (%+.1f%%), %.3f s under %s(), %.3f s running" %
+              (name, t, window, 100 * (t / window - 1), u, EXPECTED[name],
+               running.get(name, 0) / 1e9))
         if abs(t - window) > args.tolerance * window:
             errors.append("%s weighs %.3f s, not the window's %.2f s within %.0f%%" %
                           (name, t, window, 100 * args.tolerance))
