@@ -47,6 +47,8 @@
 #define HOLD_NS			200000000LL	/* ... for at most this long */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
 						 * (it wakes us when done) */
+#define CHILD_WAIT_NS		5000000000LL	/* launch mode: the command's time
+						 * to exit after SIGINT/SIGTERM */
 
 /* Records copied out of the ring buffer and held back, so that their code
  * objects are checked against their targets together (pipeline_precheck)
@@ -83,6 +85,8 @@ struct session {
 	pid_t child;			/* launched command, 0 if none */
 	int child_status;		/* its exit code, once it exited */
 	int child_exited;
+	int64_t child_wait_end;		/* a stop signal came: wait for the
+					 * command until then; 0: none yet */
 	int64_t interval_t0;		/* start of the current interval (ns) */
 	struct bpf_attach bpf;
 	struct ring_buffer *rb;
@@ -103,17 +107,26 @@ struct session {
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 };
 
-static volatile sig_atomic_t stop_requested, write_requested;
+/* stop_requested counts SIGINT/SIGTERM; stop_signal is the first, and
+ * stop_from_tty says the terminal sent it (to its whole foreground process
+ * group, the launched command included). */
+static volatile sig_atomic_t stop_requested, write_requested, stop_signal, stop_from_tty;
 
 /* What the pipeline counted and cached, for the status line and summary. */
 #define SINK(s)	pipeline_sink((s)->pl)
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
-	if (sig == SIGUSR1)
+	(void)uctx;
+	if (sig == SIGUSR1) {
 		write_requested = 1;
-	else
-		stop_requested = 1;
+		return;
+	}
+	if (!stop_requested) {
+		stop_signal = sig;
+		stop_from_tty = si && si->si_code == SI_KERNEL;
+	}
+	stop_requested++;
 }
 
 static uint64_t mono_ns(void);
@@ -436,11 +449,37 @@ static void reap_child(struct session *s)
 		s->child_exited = launch_reap(s->child, &s->child_status);
 }
 
+/* Launch mode, a stop signal came: it is the command's to act on. A
+ * signal from the terminal reached it too (same process group); one sent
+ * to the profiler alone (kill, a service manager's main-pid stop) is
+ * passed on, once. Sampling goes on while the command ends (its
+ * KeyboardInterrupt, its clean-up), up to CHILD_WAIT_NS, or until a
+ * second signal. 1 while waiting. */
+static int wait_for_child(struct session *s, int64_t now)
+{
+	const char *name = stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+
+	if (!s->child || s->child_exited)
+		return 0;
+	if (!s->child_wait_end) {
+		s->child_wait_end = now + CHILD_WAIT_NS;
+		if (!stop_from_tty && kill(s->child, stop_signal) == 0)
+			say(s, "pyperf-pprof: %s passed to the command (pid %d); waiting up to %lld s for it to exit\n",
+			    name, (int)s->child, CHILD_WAIT_NS / 1000000000LL);
+		else
+			say(s, "pyperf-pprof: %s: waiting up to %lld s for the command (pid %d) to exit\n",
+			    name, CHILD_WAIT_NS / 1000000000LL, (int)s->child);
+	}
+	return stop_requested == 1 && now < s->child_wait_end;
+}
+
 /* Why sampling should end now, or NULL to go on. */
 static const char *stop_reason(struct session *s, int64_t now)
 {
+	if (stop_requested && wait_for_child(s, now))
+		return NULL;
 	if (stop_requested)
-		return "";
+		return s->child && s->child_exited ? "command exited" : "";
 	if (s->cfg->duration_ms && now >= (int64_t)s->cfg->duration_ms * 1000000LL)
 		return "";
 	if (s->child)
@@ -653,9 +692,12 @@ static void cleanup(struct session *s)
 
 static void install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
 
+	/* One handler at a time: stop_requested is counted without races. */
 	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
@@ -714,6 +756,24 @@ static int start(struct session *s)
 	return 0;
 }
 
+/* Launch mode's exit status: the command's (128 + signal when one
+ * killed it) once the profile is written. A command still running (-d
+ * ended first, or it outlived CHILD_WAIT_NS after a stop signal) goes
+ * on, detached; the status is then the profiler's own. */
+static int child_outcome(struct session *s, int rc)
+{
+	reap_child(s);
+	if (s->child_exited)
+		return rc ? rc : s->child_status;
+	if (s->child_wait_end)
+		fprintf(stderr, "pyperf-pprof: the command (pid %d) did not exit within %lld s of the signal; it goes on\n",
+			(int)s->child, CHILD_WAIT_NS / 1000000000LL);
+	else
+		say(s, "pyperf-pprof: -d %" PRIu64 " ended before the command; it goes on (pid %d)\n",
+		    s->cfg->duration_ms, (int)s->child);
+	return rc;
+}
+
 int session_run(const struct config *cfg)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -731,13 +791,8 @@ int session_run(const struct config *cfg)
 		stop_sampling(s);
 		/* Whatever happened, what was collected is written. */
 		rc = write_profile(s, 1, 0) || polled ? 1 : 0;
-		if (s->child) {
-			if (!s->child_exited)
-				fprintf(stderr, "pyperf-pprof: the command (pid %d) is still running\n",
-					(int)s->child);
-			else if (rc == 0)
-				rc = s->child_status;
-		}
+		if (s->child)
+			rc = child_outcome(s, rc);
 	}
 	cleanup(s);
 	if (record_close(s->rec, err, sizeof(err))) {	/* --record: no-op otherwise */
