@@ -22,6 +22,8 @@ class Profile(object):
         self.locations = {}     # id -> list of (function, file, line), inner first
         self.time_ns = None     # time_nanos: when sampling began (epoch ns)
         self.duration_s = None  # duration_nanos, as pprof prints it (10 ms steps)
+        self.duration_text = None  # ... as printed: the first 4 characters
+                                   # of Go's duration ("505." of 505.1ms)
 
     def stacks(self):
         """Yields (values, frames leaf first, labels); frames are
@@ -51,7 +53,8 @@ def parse_raw(text):
         elif line.startswith("Time: ") and section is None:
             p.time_ns = parse_time(line[len("Time: "):])
         elif line.startswith("Duration: ") and section is None:
-            p.duration_s = float(line[len("Duration: "):])
+            p.duration_text = line[len("Duration: "):]
+            p.duration_s = float(p.duration_text)
         elif line in ("Samples:", "Locations", "Mappings"):
             section = line
         elif section == "Samples:":

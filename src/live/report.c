@@ -164,3 +164,33 @@ void report_summary(const struct report_view *v)
 	objcache_describe(v->sink->objs, objs, sizeof(objs));
 	fprintf(stderr, "pyperf-pprof: %s\n", objs);
 }
+
+/* Why a run ended without a sample, and what to do, in one line. The
+ * first case that fits: nothing ever ran Python, only threads that held
+ * no GIL, or targets that never ran on a CPU while sampled (blocked, or
+ * too short for one sample period). */
+int report_empty(const struct report_view *v)
+{
+	const struct config *c = v->cfg;
+	const char *what = c->command ? "the command" : c->all ? "no process" : "the target";
+
+	if (v->sink->n.records)
+		return 0;
+	if (!v->processes_seen && c->command && !c->subprocesses)
+		fprintf(stderr, "pyperf-pprof: no sample: %s (%s) never ran Python itself; if it starts Python processes (a shell script, a wrapper), add --subprocesses\n",
+			what, c->command[0]);
+	else if (!v->processes_seen)
+		fprintf(stderr, "pyperf-pprof: no sample: %s ran Python%s during the run\n",
+			c->all ? "no process on this host" : "neither the command nor a process it started",
+			c->all ? " on a CPU" : "");
+	else if (c->gil_only)
+		fprintf(stderr, "pyperf-pprof: no sample: no thread of %s held the GIL while on a CPU; drop --gil to see the others\n",
+			c->all ? "a Python process" : what);
+	else if (!c->wall)
+		fprintf(stderr, "pyperf-pprof: no sample: %s never ran on a CPU while sampled (blocked, sleeping, or shorter than one sample period): use --mode wall to see where it waits\n",
+			c->all ? "no Python process" : what);
+	else
+		fprintf(stderr, "pyperf-pprof: no sample: %s ran no Python thread during the run\n",
+			c->all ? "no Python process" : what);
+	return 1;
+}

@@ -94,7 +94,9 @@ struct session {
 	struct pipeline_log log;		/* --record: the pipeline's events */
 	struct ksym_table *ksym;	/* --kernel; read before privileges go */
 	uint64_t bpf_stats[STAT__COUNT];
-	struct timespec t0;
+	struct timespec t0;		/* the events were attached */
+	int64_t t0_wall;		/* ... then, CLOCK_REALTIME */
+	uint64_t stopped_mono;		/* ... and detached (0: not yet) */
 	int status_line;		/* live status on a terminal */
 	int64_t last_status;
 	int64_t pass_end;		/* this ring-buffer pass yields then */
@@ -185,6 +187,25 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		pipeline_target_forget(s->pl, t);
 }
 
+/* A thread's id names the same /proc entry as its process, and would be
+ * attached, but samples are matched by process id: none would come. The
+ * process id (Tgid) it belongs to, or pid itself. */
+static pid_t thread_group_of(pid_t pid)
+{
+	char path[64], line[128];
+	long tgid = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return pid;	/* the target check says why */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return (pid_t)tgid;
+}
+
 static int find_targets(struct session *s)
 {
 	/* Before the targets: the interpreter probe opens their files here. */
@@ -193,8 +214,15 @@ static int find_targets(struct session *s)
 		return -1;
 	targets_init(&s->ts, s->rec ? record_src(s->rec) : target_src_live(), s->objs,
 		     s->cfg->all, s->cfg->subprocesses, on_target, s);
-	for (int i = 0; i < s->cfg->npids; i++)
-		targets_add(&s->ts, s->cfg->pids[i], 0);
+	for (int i = 0; i < s->cfg->npids; i++) {
+		pid_t pid = s->cfg->pids[i], tgid = thread_group_of(pid);
+
+		if (tgid != pid)
+			fprintf(stderr, "pyperf-pprof: --pid %d is a thread of process %d, not a process: use --pid %d\n",
+				(int)pid, (int)tgid, (int)tgid);
+		else
+			targets_add(&s->ts, pid, 0);
+	}
 	if (s->cfg->npids && !s->ts.n)
 		return -1;	/* every --pid was refused, each with its reason */
 	if (s->cfg->all)
@@ -231,7 +259,7 @@ static int load_bpf(struct session *s)
 	/* A recording keeps the checks' reads, for replay to repeat. */
 	if (!s->rec && bpf_attach_checks(&s->bpf, &s->chk.req, &s->chk.slots))
 		s->chk.req = NULL;
-	return bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000));
+	return 0;
 }
 
 static int pass_over(struct session *s);
@@ -552,6 +580,8 @@ static int poll_loop(struct session *s)
 static void stop_sampling(struct session *s)
 {
 	bpf_attach_stop(&s->bpf);
+	if (!s->stopped_mono)	/* the last profile's window ends here */
+		s->stopped_mono = mono_ns();
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
 	if (!s->rb)
@@ -632,8 +662,8 @@ static int start_pipeline(struct session *s)
 		fprintf(stderr, "pyperf-pprof: out of memory setting up the profile\n");
 		return -1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	pipeline_start(s->pl, wall_ns(), mono_ns());
+	pipeline_start(s->pl, s->t0_wall, (uint64_t)s->t0.tv_sec * 1000000000ULL +
+		       (uint64_t)s->t0.tv_nsec);
 	for (size_t i = 0; i < s->ts.n; i++)
 		pipeline_target_add(s->pl, s->ts.v[i]);
 	return 0;
@@ -653,7 +683,7 @@ static int write_profile(struct session *s, int final, int rotate)
 		show_status(s, 1);
 	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
 	k.wall_ns = wall_ns();
-	k.mono_ns = mono_ns();
+	k.mono_ns = final && s->stopped_mono ? s->stopped_mono : mono_ns();
 	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final) {
 		struct report_view v = view(s);
@@ -739,7 +769,14 @@ static int start(struct session *s)
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
-	if (load_bpf(s) || load_ksym(s) || start_pipeline(s))
+	/* --kernel reads /proc/kallsyms (~80 ms, seconds under load) before
+	 * the events run: the duration counts from their first sample. */
+	if (load_bpf(s) || load_ksym(s) ||
+	    bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000)))
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	s->t0_wall = wall_ns();
+	if (start_pipeline(s))
 		return -1;
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
@@ -790,9 +827,16 @@ int session_run(const struct config *cfg)
 
 		stop_sampling(s);
 		/* Whatever happened, what was collected is written. */
+		struct report_view v;
+		int empty;
+
 		rc = write_profile(s, 1, 0) || polled ? 1 : 0;
+		v = view(s);
+		empty = report_empty(&v);
 		if (s->child)
 			rc = child_outcome(s, rc);
+		if (rc == 0 && empty)
+			rc = SESSION_EXIT_EMPTY;
 	}
 	cleanup(s);
 	if (record_close(s->rec, err, sizeof(err))) {	/* --record: no-op otherwise */
