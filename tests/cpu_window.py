@@ -26,9 +26,9 @@ def cpu_at(log, t):
 
 def window_ns(text):
     """duration_nanos as go tool pprof -raw prints it: the first four
-    characters of Go's duration string, "505." for 505.3ms (1 ms steps
+    characters of Go's duration string, "505." for 505.3ms, "800m" for 800ms (1 ms steps
     below a second), "1.01" for 1.012s (10 ms steps up to 10 s)."""
-    if text.endswith(".") and len(text) == 4:
+    if len(text) == 4 and text[:3].isdigit() and text[3] in ".m":
         return int(text[:3]) * 10**6
     if len(text) == 4 and text[1] == ".":
         return int(float(text) * 1e9)

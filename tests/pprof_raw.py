@@ -54,7 +54,10 @@ def parse_raw(text):
             p.time_ns = parse_time(line[len("Time: "):])
         elif line.startswith("Duration: ") and section is None:
             p.duration_text = line[len("Duration: "):]
-            p.duration_s = float(p.duration_text)
+            try:
+                p.duration_s = float(p.duration_text)
+            except ValueError:  # "800m" of 800ms: see duration_text
+                p.duration_s = None
         elif line in ("Samples:", "Locations", "Mappings"):
             section = line
         elif section == "Samples:":

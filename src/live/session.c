@@ -577,11 +577,21 @@ static int poll_loop(struct session *s)
 	return 0;
 }
 
+/* Now, or the duration's end if that came first (the events took no
+ * sample after it: bpf_attach_stop_at). */
+static uint64_t window_end(const struct session *s)
+{
+	uint64_t now = mono_ns(), end = (uint64_t)s->t0.tv_sec * 1000000000ULL +
+		(uint64_t)s->t0.tv_nsec + s->cfg->duration_ms * 1000000ULL;
+
+	return s->cfg->duration_ms && !s->cfg->wall && end < now ? end : now;
+}
+
 static void stop_sampling(struct session *s)
 {
 	bpf_attach_stop(&s->bpf);
 	if (!s->stopped_mono)	/* the last profile's window ends here */
-		s->stopped_mono = mono_ns();
+		s->stopped_mono = window_end(s);
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
 	if (!s->rb)
@@ -776,6 +786,9 @@ static int start(struct session *s)
 		return -1;
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	s->t0_wall = wall_ns();
+	if (s->cfg->duration_ms && !s->cfg->wall)
+		bpf_attach_stop_at(&s->bpf, (uint64_t)s->t0.tv_sec * 1000000000ULL +
+				   (uint64_t)s->t0.tv_nsec + s->cfg->duration_ms * 1000000ULL);
 	if (start_pipeline(s))
 		return -1;
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
