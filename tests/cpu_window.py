@@ -24,17 +24,6 @@ def cpu_at(log, t):
     return c0 + (c1 - c0) * (t - w0) / float(w1 - w0)
 
 
-def window_ns(text):
-    """duration_nanos as go tool pprof -raw prints it: the first four
-    characters of Go's duration string, "505." for 505.3ms, "800m" for 800ms (1 ms steps
-    below a second), "1.01" for 1.012s (10 ms steps up to 10 s)."""
-    if len(text) == 4 and text[:3].isdigit() and text[3] in ".m":
-        return int(text[:3]) * 10**6
-    if len(text) == 4 and text[1] == ".":
-        return int(float(text) * 1e9)
-    sys.exit("cpu_window: cannot read the duration '%s' (100 ms to 10 s only)" % text)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("profile")
@@ -48,7 +37,10 @@ def main():
     got = sum(v[col] for v, _, _ in prof.stacks())
     log = [tuple(int(x) for x in line.split()) for line in open(a.log) if line.strip()]
     start = prof.time_ns
-    end = start + window_ns(prof.duration_text)
+    if prof.duration_s is None or not 0.1 <= prof.duration_s < 10:
+        sys.exit("cpu_window: cannot use the duration '%s' (100 ms to 10 s only)"
+                 % prof.duration_text)
+    end = start + int(prof.duration_s * 1e9)
     real = cpu_at(log, end) - cpu_at(log, start)
     ratio = got / real if real else float("inf")
     print("profile %.1f ms, the thread's CPU time in the %.0f ms window %.1f ms: ratio %.3f"
