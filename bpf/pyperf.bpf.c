@@ -17,7 +17,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * (0: Python frames only, --no-native). */
 const volatile __u32 stack_bytes = 0;
 
-/* The profiler's own PID namespace (dev and inode of /proc/self/ns/pid):
+/* The profiler's own PID namespace (the inode of /proc/self/ns/pid; the
+ * kernel's ns.inum, which is what a task's pid numbers carry):
  * --pid values and output labels are in this namespace, so a sidecar in a
  * container's namespace works as well as a profiler on the host. */
 const volatile __u32 pidns_ino = 0;
@@ -82,18 +83,19 @@ struct {
  * window rather than read one by one: each bpf_probe_read_user costs far
  * more than the bytes it copies (~0.1 us each, measured at 99 Hz). From
  * 3.11 on, a thread's frames lie on its data stack, each caller just
- * below its callee, so one copy of the PY_FRAMES_WIN bytes below a frame
+ * below its callee, so one copy of the PY_DATASTACK_WIN bytes below a frame
  * serves its callers too. The extra PYPERF_FRAME_WIN + 8 bytes let the
  * verifier bound a field's load at any frame offset in the window. */
-#define PY_FRAMES_WIN	2048	/* power of 2 */
+#define PY_DATASTACK_WIN	2048	/* bytes of data stack copied at once, a power
+				 * of 2 (PYPERF_FRAME_WIN: one frame's) */
 
 struct frame_window {
-	__u8 b[PY_FRAMES_WIN + PYPERF_FRAME_WIN + 8];
+	__u8 b[PY_DATASTACK_WIN + PYPERF_FRAME_WIN + 8];
 };
 
 /* Which target bytes frame_win holds: [lo, lo + len), and the frame read
  * last. */
-struct frame_span {
+struct win_bounds {
 	__u64 lo;
 	__u64 prev;
 	__u32 len;
@@ -138,7 +140,11 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
  * freed as soon as its import ends, so such a sample is delivered at once
  * (at most one wakeup per WAKEUP_FRESH_NS). Steady programs run known
  * code and cause none; a 25 ms poll for all left 3-5 % of docutils'
- * samples with an [unreadable Python frame]. */
+ * samples with an [unreadable Python frame]. So is a sample that met code
+ * the unwind tables lack (a library or a perf trampoline arena mapped
+ * since they were loaded): until user space loads them, every sample
+ * through that code carries a stack copy, and a deep stack outgrows it
+ * (docutils under -X perf: 300 native frames, over 64 KiB). */
 #define WAKEUP_BYTES (256 << 10)
 #define WAKEUP_FRESH_NS (1000 * 1000)
 
@@ -371,7 +377,7 @@ struct walk_ctx {
 	int err;
 	int compact;	/* frames as struct py_frame_compact (SAMPLE_F_COMPACT) */
 	int fresh;	/* a code object not seen lately (code_is_new) */
-	struct frame_span win;	/* what frame_win holds */
+	struct win_bounds win;	/* what frame_win holds */
 };
 
 /* Records frame n (< PYPERF_MAX_FRAMES) of s from *f, full or compact.
@@ -466,7 +472,7 @@ static __always_inline void put_empty(struct walk_ctx *c, __u32 n)
 /* The frame at addr, decoded by the step shared with the unit tests
  * (bpf/pyperf.h) from frame_win, which is refilled unless it holds the
  * frame's first off->frame_span bytes. A refill reads from up to
- * PY_FRAMES_WIN bytes below the frame's end, but not below the page the
+ * PY_DATASTACK_WIN bytes below the frame's end, but not below the page the
  * frame starts in: those bytes are mapped if the frame is, so the window
  * never fails where the frame alone would not. Every field lies inside
  * the frame structure (f_localsplus[0] included: it is counted in
@@ -474,7 +480,7 @@ static __always_inline void put_empty(struct walk_ctx *c, __u32 n)
  * A global function: the verifier checks it once, not once per branch
  * combination of every bpf_loop iteration, which exceeded its limit. */
 __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
-			  struct frame_span *ws, struct py_frame_fields *f)
+			  struct win_bounds *ws, struct py_frame_fields *f)
 {
 	struct frame_window *w;
 	__u32 zero = 0, span;
@@ -492,21 +498,21 @@ __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
 		/* Only where this frame lies just below the last one, on the
 		 * data stack: <= 3.10's frames and generators' are heap
 		 * objects, their callers anywhere. */
-		if (off->frame_kind != PY_FRAMES_OBJECT && end > PY_FRAMES_WIN &&
-		    (!ws->prev || (addr < ws->prev && ws->prev - addr < PY_FRAMES_WIN))) {
-			lo = end - PY_FRAMES_WIN;
+		if (off->frame_kind != PY_FRAMES_OBJECT && end > PY_DATASTACK_WIN &&
+		    (!ws->prev || (addr < ws->prev && ws->prev - addr < PY_DATASTACK_WIN))) {
+			lo = end - PY_DATASTACK_WIN;
 			if (lo < (addr & ~4095ULL))
 				lo = addr & ~4095ULL;
 		}
 		ws->len = 0;
 		len = end - lo;
-		if (len > PY_FRAMES_WIN || bpf_probe_read_user(w->b, len, (const void *)lo))
+		if (len > PY_DATASTACK_WIN || bpf_probe_read_user(w->b, len, (const void *)lo))
 			return -1;
 		ws->lo = lo;
 		ws->len = (__u32)len;
 	}
 	ws->prev = addr;
-	py_frame_decode(off, w->b + ((addr - ws->lo) & (PY_FRAMES_WIN - 1)), f);
+	py_frame_decode(off, w->b + ((addr - ws->lo) & (PY_DATASTACK_WIN - 1)), f);
 	return 0;
 }
 
@@ -1315,8 +1321,7 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
  * of a new mapping are never cut short while user space loads it. */
 static __always_inline int tables_missing(const struct py_sample *s)
 {
-	return s->h.native_end == PY_NATIVE_END_NO_PROC ||
-	       s->h.native_end == PY_NATIVE_END_NO_MAP;
+	return py_native_end_missing(s->h.native_end);
 }
 
 struct {
@@ -1500,7 +1505,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
-	wake = wakeup_flag(w.fresh, s->h.time_ns);
+	wake = wakeup_flag(w.fresh || tables_missing(s), s->h.time_ns);
 	if (do_checks(tgid))
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, out, size, wake)) {

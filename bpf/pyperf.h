@@ -513,6 +513,14 @@ enum py_native_end {
 	PY_NATIVE_END_BAD,		/* the stack did not grow, bad rbp */
 };
 
+/* The walk ended where the tables lack the code (the process or a mapping
+ * not loaded yet): the stack is incomplete through no fault of its own, a
+ * stack copy goes with it, and user space loads the tables. */
+static inline int py_native_end_missing(__u32 end)
+{
+	return end == PY_NATIVE_END_NO_PROC || end == PY_NATIVE_END_NO_MAP;
+}
+
 /* Row kinds: enum ut_cfa in the low nibble, enum ut_rbp in the high one
  * (src/native/unwind_table.h, whose values these are). */
 #define PY_ROW_CFA(kind)	((kind) & 0xf)

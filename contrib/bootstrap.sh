@@ -1,7 +1,7 @@
 #!/bin/sh
 # One-step set-up on Debian 12 as root: install the build and test
-# dependencies, build, then either profile the bundled example (example)
-# or run the whole test suite (check).
+# dependencies, build and install (make install), then either profile the
+# bundled example (example) or run the whole test suite (check).
 set -eu
 mode=${1:-example}
 cd "$(dirname "$0")/.."
@@ -36,6 +36,9 @@ fi
 autoreconf -fi
 ./configure
 make -j"$(nproc)"
+# pyperf-pprof in /usr/local/bin, its man page in /usr/local/share/man/man1
+# (man pyperf-pprof).
+make install
 
 case $mode in
 bench)

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for src/target/elffile.c: the input is an ELF image, opened
+ * libFuzzer target for src/memsource/elffile.c: the input is an ELF image, opened
  * with elf_file_open_mem() (the same libelf parse elf_file_open() does on
  * its private mapping of a file). Exercises symbol lookup and iteration,
  * the segment table and address conversions, sections (copied, inflated

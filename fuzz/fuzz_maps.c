@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for proc_maps_parse() and proc_maps_find() (src/target/proc.c):
+ * libFuzzer target for proc_maps_parse() and proc_maps_find() (src/memsource/proc.c):
  * the input is the text of a /proc/PID/maps file, not NUL-terminated.
  * Checks the parsed entries (start <= end, a NUL-terminated path, perms
  * of at most 4 characters) and that the binary search finds each entry of

@@ -28,13 +28,15 @@ static void usage(FILE *f)
 "      --subprocesses       also profile descendants of the targets\n"
 "                           (multiprocessing workers, gunicorn workers)\n"
 "      --interval SECONDS   continuous mode: write one profile per interval\n"
-"                           (--out is then a directory or contains %%t)\n"
-"      --keep N             continuous mode: keep only the newest N files\n"
-"                           (default 0: keep all)\n"
+"                           (--out is then a directory or contains %%t;\n"
+"                           names carry the time and this run's pid)\n"
+"      --keep N             continuous mode: keep only this run's newest N\n"
+"                           files (default 0: keep all)\n"
 "  -d, --duration MS        sampling time in milliseconds, 0 = until Ctrl-C\n"
 "                           or SIGTERM (default 1000; 0 with a command:\n"
 "                           until it exits)\n"
-"  -o, --out FILE           output file (default profile.pb.gz)\n"
+"  -o, --out FILE           output file (default profile.pb.gz, or\n"
+"                           profile.folded with --format collapsed)\n"
 "      --format FORMAT      pprof (gzip-compressed protobuf, default) or\n"
 "                           collapsed (folded stacks for flamegraph.pl)\n"
 "  -e, --event NAME         cpu-clock (default), task-clock, or cycles\n"
@@ -58,7 +60,8 @@ static void usage(FILE *f)
 "      --kernel             kernel frames on top of samples taken in the\n"
 "                           kernel (system calls), named from /proc/kallsyms\n"
 "      --stack-bytes N      user stack bytes copied per sample when one is\n"
-"                           (default 32768, at most 65536)\n"
+"                           (default 32768 with --unwind user or both, 65536\n"
+"                           with kernel; at most 65536)\n"
 "      --unwind MODE        where native frames are unwound: kernel (default:\n"
 "                           in BPF from unwind tables; a sample meeting code\n"
 "                           not loaded yet is copied and unwound by\n"
@@ -68,7 +71,8 @@ static void usage(FILE *f)
 "      --record FILE        also save what the session observes (samples,\n"
 "                           target memory and files read) to FILE\n"
 "      --replay FILE        no sampling: turn a --record FILE into --out\n"
-"                           offline (no root, no BPF, the processes gone)\n"
+"                           offline (no root, no BPF, the processes gone);\n"
+"                           only the output options apply\n"
 "  -v, --verbose            print counters and cache statistics\n"
 "  -q, --quiet              print errors only\n"
 "  -h, --help               this help\n"
@@ -264,6 +268,7 @@ static int handle_opt(int c, struct config *cfg)
 			return -1;
 		}
 		cfg->stack_bytes = (uint32_t)v & ~7u;
+		cfg->stack_bytes_set = 1;
 		return 0;
 	case OPT_UNWIND:
 		if (strcmp(optarg, "user") == 0)
@@ -295,13 +300,38 @@ static int handle_opt(int c, struct config *cfg)
 	}
 }
 
+/*
+ * The long name of an option --replay cannot honour: a replay reads what
+ * was sampled with the recording's own settings, so only the output
+ * options (-o, --format, --keep, --all-native, -v, -q) apply. NULL for
+ * those.
+ */
+static const char *not_for_replay(int c)
+{
+	static const int live_only[] = {
+		'p', 'd', 'e', 'c', 'F', OPT_INTERVAL, OPT_SUBPROCESSES, OPT_GIL, OPT_MODE,
+		OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_KERNEL, OPT_STACK_BYTES,
+		OPT_UNWIND, OPT_RECORD,
+	};
+
+	for (size_t i = 0; i < sizeof(live_only) / sizeof(live_only[0]); i++) {
+		if (live_only[i] != c)
+			continue;
+		for (const struct option *o = long_opts; o->name; o++) {
+			if (o->val == c)
+				return o->name;
+		}
+	}
+	return NULL;
+}
+
 enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 {
+	const char *live_opt = NULL;	/* the first option --replay refuses */
 	int c;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->duration_ms = 1000;
-	cfg->out = "profile.pb.gz";
 	cfg->event = "cpu-clock";
 	cfg->sample_period = DEFAULT_PERIOD;
 	cfg->ringbuf_bytes = 0;		/* from the rate (bpf_attach.c) */
@@ -322,6 +352,8 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 				fprintf(stderr, "Try 'pyperf-pprof --help'.\n");
 			return CLI_ERROR;
 		}
+		if (!live_opt)
+			live_opt = not_for_replay(c);
 	}
 	if (optind < argc) {
 		/* getopt stops at "--" (and, with "+", at the first non-option) */
@@ -333,11 +365,20 @@ enum cli_result cli_parse(int argc, char **argv, struct config *cfg)
 		cfg->command = argv + optind;
 	}
 	/* --replay profiles a recording, not processes. */
-	if (cfg->replay && (cfg->record || cfg->npids || cfg->command || cfg->interval_s ||
-			    cfg->subprocesses)) {
-		fprintf(stderr, "pyperf-pprof: --replay reads a recording: it takes no --pid, command, --record, --interval or --subprocesses\n");
+	if (cfg->replay && (live_opt || cfg->command)) {
+		fprintf(stderr, "pyperf-pprof: --replay reads a recording made with its own settings: it takes no %s%s (only -o, --format, --keep, --all-native, -v and -q apply)\n",
+			live_opt ? "--" : "", live_opt ? live_opt : "command");
 		return CLI_ERROR;
 	}
+	/* Unwinding in BPF, a stack is copied only where the tables lack
+	 * the code (a process not attached yet, a library just loaded): rare,
+	 * and then often during imports, whose stacks outgrow 32 KiB (docutils
+	 * under -X perf: 300 native frames). Beyond the copy the unwinder
+	 * would read the live stack, which has moved on since. */
+	if (cfg->stack_bytes && !cfg->stack_bytes_set && cfg->unwind_mode == PY_UNWIND_KERNEL)
+		cfg->stack_bytes = PYPERF_MAX_STACK;
+	if (!cfg->out)		/* the default name says the format */
+		cfg->out = cfg->format == FORMAT_COLLAPSED ? "profile.folded" : "profile.pb.gz";
 	cfg->all = !cfg->npids && !cfg->command;
 	if (cfg->command && !cfg->duration_set)
 		cfg->duration_ms = 0;	/* until the command exits */

@@ -28,6 +28,7 @@ struct config {
 	int all;			/* no --pid and no command: whole host */
 	char **command;			/* after "--": launched and profiled */
 	int duration_set;		/* -d given explicitly */
+	int stack_bytes_set;		/* --stack-bytes given explicitly */
 	int gil_only;			/* --gil: samples of GIL holders only */
 	int wall;			/* --mode wall: off-CPU time too */
 	const char *record;		/* --record FILE: also save what was observed */

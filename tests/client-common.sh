@@ -48,7 +48,7 @@ need_profiling() {
 
 # start_workload INTERP SCRIPT SECONDS: starts it in the background, waits
 # (at most 10 s) for its "ready" line; sets $wpid and $wcomm (its comm, the
-# kernel's thread name, which the profile's thread_name label must carry).
+# kernel's thread name, which the profile's process_name label carries).
 start_workload() {
 	out=$work/ready.$$.$(date +%s%N)
 	"$1" "$2" "$3" > "$out" &

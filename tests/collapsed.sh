@@ -1,6 +1,8 @@
 #!/bin/sh
 # --format collapsed writes folded stacks: root first, ';'-separated, a
-# count at the end; the counts add up to the samples taken.
+# count at the end; the counts add up to the samples taken. Without -o the
+# file is profile.folded, not profile.pb.gz (issue 24, finding 4), and in a
+# directory the series' names end in .folded.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -26,4 +28,20 @@ awk -v want="$samples" '
 		printf "total %d (samples %d), leaf %d, bad lines %d\n", total, want, leaf, bad
 		exit !(bad == 0 && total == want && leaf > 0.8 * total)
 	}' "$work/out.txt" || { echo "FAIL: collapsed output wrong"; exit 1; }
+
+# The default name follows the format.
+case $PYPERF in /*) ;; *) PYPERF=$PWD/$PYPERF;; esac
+mkdir "$work/cwd" "$work/dir"
+(cd "$work/cwd" && "$PYPERF" --pid $pid -d 300 --no-native --format collapsed -q) ||
+	{ echo "FAIL: pyperf-pprof --format collapsed without -o failed"; exit 1; }
+"$PYPERF" --pid $pid -d 300 --no-native --format collapsed -q -o "$work/dir/" ||
+	{ echo "FAIL: pyperf-pprof --format collapsed -o DIR/ failed"; exit 1; }
+have=$(cd "$work/cwd" && ls); series=$(cd "$work/dir" && ls)
+echo "without -o: '$have'; into a directory: '$series'"
+if [ "$have" != profile.folded ] || ! grep -q '^<module> (.*ratio\.py' "$work/cwd/profile.folded"; then
+	echo "FAIL: --format collapsed without -o must write folded stacks to profile.folded"; exit 1
+fi
+case $series in profile-*.folded) ;; *)
+	echo "FAIL: --format collapsed into a directory must write profile-*.folded"; exit 1;;
+esac
 echo PASS

@@ -18,7 +18,7 @@ failed=0
 # Lowest first. cli is the parsed configuration (no dependency on the
 # rest); native and python both read targets; python may use the native
 # object layer (the interpreter's ELF file); main starts live or replay.
-LAYERS="bpf cli target native python pipeline output record live main"
+LAYERS="bpf cli memsource native python pipeline output record live main"
 
 "$PYTHON3" - "$TOP_SRCDIR" "$LAYERS" <<'EOF' || failed=1
 import os, re, sys

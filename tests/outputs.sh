@@ -2,6 +2,12 @@
 # Nothing collected is lost: SIGINT and SIGTERM during an open-ended capture
 # (-d 0) still write the profile; a full disk is reported, leaves no
 # temporary file and no truncated profile behind, and exits non-zero.
+# Two runs into one directory at once each write their own file, named
+# with their pid, and a file already at the name a run would take (made
+# here, as another program would) is never replaced (issue 24, finding 2).
+# The profile is named after what it profiled, not an interpreter library
+# (pprof's `File:`), and the main thread is MainThread also in a program
+# that never imported threading (issue 24, finding 7).
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -31,6 +37,60 @@ for sig in INT TERM; do
 		echo "PASS SIG$sig"
 	fi
 done
+
+# Two runs into one directory in the same second. Decoys take the name the
+# first run would write in each of the next seconds: it must skip them.
+mkdir "$work/d1"
+"$PYPERF" --pid $pid -d 1000 -q -o "$work/d1/" &
+a=$!
+"$PYPERF" --pid $pid -d 1000 -q -o "$work/d1/" &
+b=$!
+now=$(date +%s)
+for t in $(seq $((now - 1)) $((now + 30))); do
+	echo decoy > "$work/d1/profile-$(date -u -d @$t +%Y%m%dT%H%M%SZ)-$a-000.pb.gz"
+done
+wait $a; ra=$?
+wait $b; rb=$?
+ndecoy=$(grep -l '^decoy$' "$work/d1"/* | wc -l)
+fa=$(ls "$work/d1" | grep -- "-$a-[0-9]*\.pb\.gz\$" | while read -r f; do
+	gzip -t "$work/d1/$f" 2>/dev/null && echo "$f"; done)
+fb=$(ls "$work/d1" | grep -- "-$b-[0-9]*\.pb\.gz\$")
+echo "two runs into one directory: exit $ra/$rb; $(ls "$work/d1" | wc -l) files: $ndecoy decoys, run $a wrote '$fa', run $b '$fb'"
+if [ $ra = 0 ] && [ $rb = 0 ] && [ "$ndecoy" = 32 ] && [ "$(echo "$fa" | grep -c .)" = 1 ] &&
+	[ "$(echo "$fb" | grep -c .)" = 1 ] && [ "$(ls "$work/d1" | wc -l)" = 34 ]; then
+	echo "PASS one directory, two runs: each its own file, no decoy replaced"
+else
+	ls "$work/d1" | grep -v -- "-$a-000\.pb\.gz\$"
+	echo "FAIL one directory, two runs: a profile missing, not named with its run's pid, or a decoy replaced"
+	failed=1
+fi
+
+# What the profile is of: a shared-library build (pyenv 3.12: the Python
+# frames' mapping is libpython3.12.so), without threading; then the host.
+py312=${PYENV_ROOT:-/root/.pyenv}/versions/3.12.1/bin/python3.12
+if [ -x "$py312" ] && command -v "$GO" >/dev/null 2>&1; then
+	"$py312" -c 'import sys; assert "threading" not in sys.modules
+while True: sum(range(1000))' &
+	p312=$!
+	sleep 0.5
+	"$PYPERF" --pid $p312 -d 500 -q -o "$work/named.pb.gz"
+	"$PYPERF" -d 500 -q -o "$work/host.pb.gz"
+	kill $p312
+	file=$(HOME=$work "$GO" tool pprof -top "$work/named.pb.gz" 2>/dev/null | sed -n 's/^File: //p')
+	hfile=$(HOME=$work "$GO" tool pprof -top "$work/host.pb.gz" 2>/dev/null | sed -n 's/^File: //p')
+	tnames=$(HOME=$work "$GO" tool pprof -raw "$work/named.pb.gz" 2>/dev/null |
+		grep -o 'thread_name:\[[^]]*\]' | sort -u | tr '\n' ' ')
+	echo "named: File: '$file', $tnames; whole host: File: '$hfile'"
+	if [ "$file" = python3.12 ] && [ "$tnames" = "thread_name:[MainThread] " ] &&
+		[ "$hfile" = "all Python processes" ]; then
+		echo "PASS named: the program, MainThread, all Python processes"
+	else
+		echo "FAIL named: expected File: python3.12, thread_name MainThread only, and File: all Python processes for the host"
+		failed=1
+	fi
+else
+	echo "SKIP named: $py312 or go not present"
+fi
 
 # Privilege hygiene: once attached, CAP_BPF (39) and CAP_PERFMON (38) are
 # gone, CAP_SYS_PTRACE (19) stays; the profile is not group/other writable.

@@ -159,6 +159,30 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
 	fi
 fi
 
+# Options a replay cannot honour (the recording was sampled with its own
+# settings) are refused with one line naming the option, exit 2, and no
+# profile written (issue 24, finding 7); the output options are taken.
+refused=0
+for opt in --gil "-F 99" --kernel "-c 5000" "--mode wall" "-d 500" "-e task-clock" \
+	--native --no-native "--unwind user" "--stack-bytes 4096" "--ringbuf-size 4096"; do
+	rm -f "$work/opt.pb.gz"
+	# shellcheck disable=SC2086
+	"$PYPERF" --replay "$first" -q -o "$work/opt.pb.gz" $opt 2>"$work/err"
+	rc=$?
+	long=$(echo "$opt" | sed 's/ .*//; s/^-F$/--frequency/; s/^-c$/--sample-period/; s/^-d$/--duration/; s/^-e$/--event/')
+	if [ $rc = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q -- "takes no $long " "$work/err" &&
+	   [ ! -e "$work/opt.pb.gz" ]; then
+		refused=$((refused + 1))
+	else
+		fail "--replay $opt: exit $rc, expected 2 and one line naming $long, no profile: $(cat "$work/err")"
+	fi
+done
+if "$PYPERF" --replay "$first" -q --keep 3 --all-native --format collapsed -o "$work/opt.folded"; then
+	echo "PASS --replay refuses $refused options it cannot honour, e.g.: $(cat "$work/err")"
+else
+	fail "--replay with output options only (--keep, --all-native, --format) failed"
+fi
+
 # Damaged recordings: refused with one line, or replayed in part; never a
 # crash (exit status >= 128: killed by a signal).
 expect_refusal() {	# FILE WORDS

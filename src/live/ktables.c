@@ -400,14 +400,14 @@ static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid
 }
 
 int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
-		     const struct tramp_shape *tramp, uint64_t now_ns, int force)
+		     const struct tramp_shape *tramp, uint64_t now_ns, uint64_t seen_ns)
 {
 	struct kt_pid *slot = pid_slot(kt, pid);
 	struct proc_maps maps;
 	__u32 key = (__u32)pid;
 	int reset;
 
-	if (!force && slot->pid == pid && now_ns - slot->last_ns < KT_RELOAD_NS) {
+	if (slot->pid == pid && slot->last_ns >= seen_ns && now_ns - slot->last_ns < KT_RELOAD_NS) {
 		kt->st.pid_throttled++;
 		return 0;
 	}

@@ -47,10 +47,15 @@ void ktables_free(struct ktables *kt);
  * and files read through src) and writes its mapping list; anonymous
  * code holding copies of tramp (the target's perf trampoline template,
  * NULL: none) gets rows synthesised from its rules. now_ns:
- * CLOCK_MONOTONIC, for the reload throttle; force ignores it. 0 on
- * success. */
+ * CLOCK_MONOTONIC. seen_ns: when the target used a mapping missing from
+ * the tables (bpf_ktime_get_ns(), the same clock; KT_FORCE: a new target
+ * or mappings to write again): pid's maps are read again unless they
+ * were read after then and less than KT_RELOAD_NS ago, so a mapping made
+ * since the last load waits for no throttle, and a burst of samples
+ * taken before the load costs no second one. 0 on success. */
+#define KT_FORCE UINT64_MAX
 int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
-		     const struct tramp_shape *tramp, uint64_t now_ns, int force);
+		     const struct tramp_shape *tramp, uint64_t now_ns, uint64_t seen_ns);
 
 /* The process is gone: deletes its mappings. */
 void ktables_forget_pid(struct ktables *kt, pid_t pid);

@@ -141,6 +141,14 @@ void report_summary(const struct report_view *v)
 		    " (tables not loaded yet)\n", n->native_stacks, n->native_errors,
 		    n->stack_errors, n->merge_errors, n->native_not_loaded, n->trampolines,
 		    n->native_copied);
+	if (v->sink->nsym && n->native_errors)
+		say(v, "pyperf-pprof: native: stopped early in BPF: %" PRIu64 " at a frame limit, %"
+		    PRIu64 " unreadable stack, %" PRIu64 " bad frame; on a stack copy: %" PRIu64
+		    " at a frame limit, %" PRIu64 " no unwind info, %" PRIu64 " bad frame, %" PRIu64
+		    " unreadable memory\n", n->kernel_end[PY_NATIVE_END_MAX],
+		    n->kernel_end[PY_NATIVE_END_READ], n->kernel_end[PY_NATIVE_END_BAD],
+		    n->user_end[UNWIND_END_MAX], n->user_end[UNWIND_END_NO_INFO],
+		    n->user_end[UNWIND_END_BAD_FRAME], n->user_end[UNWIND_END_READ]);
 	if (v->ksym)
 		say(v, "pyperf-pprof: kernel: %" PRIu64 " samples with kernel frames (%zu kernel symbols)\n",
 		    n->kernel_stacks, ksym_count(v->ksym));

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,6 +108,8 @@ struct session {
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
+	uint64_t write_failures;	/* writes failed in a row */
+	int final_write;		/* the last one: tried whatever the probe says */
 };
 
 /* stop_requested counts SIGINT/SIGTERM; stop_signal is the first, and
@@ -134,13 +137,13 @@ static void on_signal(int sig, siginfo_t *si, void *uctx)
 static uint64_t mono_ns(void);
 
 /* --unwind kernel: a sample's walk met a mapping not loaded yet. */
-static void on_native_miss(void *ctx, int pid)
+static void on_native_miss(void *ctx, int pid, uint64_t taken_ns)
 {
 	struct session *s = ctx;
 	const struct py_target *t = s->kt ? targets_find(&s->ts, pid) : NULL;
 
 	if (t)
-		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), 0);
+		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), taken_ns);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -171,7 +174,7 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
-			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), 1);
+			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), KT_FORCE);
 		return;
 	}
 	if (event == 0) {
@@ -246,7 +249,7 @@ static int load_tables(struct session *s)
 	}
 	for (size_t i = 0; i < s->ts.n; i++)
 		ktables_load_pid(s->kt, s->ts.v[i]->src, s->ts.v[i]->pid, &s->ts.v[i]->tramp,
-				 mono_ns(), 1);
+				 mono_ns(), KT_FORCE);
 	return 0;
 }
 
@@ -642,7 +645,13 @@ static int load_ksym(struct session *s)
 static int session_write(void *ctx, const struct profile *p, int64_t wall_ns, char *path,
 			 size_t pathlen, char *err, size_t errlen)
 {
-	return output_write(&((struct session *)ctx)->out, p, wall_ns, path, pathlen, err, errlen);
+	struct session *s = ctx;
+
+	/* While writes fail, a page written first tells whether one can work
+	 * now: the profile held may take half a second to encode. */
+	if (s->write_failures && !s->final_write && output_probe(&s->out, err, errlen))
+		return -1;
+	return output_write(&s->out, p, wall_ns, path, pathlen, err, errlen);
 }
 
 /* The pipeline, once the event actually sampled is known; the targets
@@ -654,7 +663,7 @@ static int start_pipeline(struct session *s)
 		.event = cfg->event, .sample_period = cfg->sample_period,
 		.frequency = cfg->frequency, .stack_bytes = cfg->stack_bytes,
 		.all_native = cfg->all_native, .hw_cycles = s->bpf.hw_cycles, .wall = cfg->wall,
-		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline,
+		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline, .host = cfg->all,
 	};
 	struct pipeline_io io = {
 		.write = session_write, .find = find_target, .ctx = s, .ksym = s->ksym,
@@ -679,14 +688,35 @@ static int start_pipeline(struct session *s)
 	return 0;
 }
 
+/* A write failed (full disk, read-only or vanished directory, quota).
+ * The first failure in a row says so and what happens next; the others
+ * are quiet (one line each with -v): continuous mode tries again at the
+ * next interval boundary, not at once. The last write says it always. */
+static void write_failed(struct session *s, int final, const char *err)
+{
+	if (final || !s->write_failures++ || s->cfg->verbose) {
+		fprintf(stderr, "pyperf-pprof: %s", err);
+		if (final)
+			fprintf(stderr, "\n");
+		else if (s->write_failures > 1)
+			fprintf(stderr, " (%" PRIu64 " failures in a row)\n", s->write_failures);
+		else if (s->cfg->interval_s)
+			fprintf(stderr, "; keeping the samples in memory (up to %u MiB; past that they are dropped, and counted in the next profile) and trying again every %" PRIu64 " s\n",
+				PIPELINE_HOLD_BYTES >> 20, s->cfg->interval_s);
+		else
+			fprintf(stderr, "; keeping the samples for the next write\n");
+	}
+}
+
 /* Writes the current profile: an interval boundary of the pipeline. With
- * rotate, a new interval starts (the caches are kept). */
+ * rotate, a new interval starts (the caches are kept); so it does after a
+ * failed write, which is tried again at the next boundary. */
 static int write_profile(struct session *s, int final, int rotate)
 {
 	struct pipeline_tick k = { .final = final, .rotate = rotate, .nstats = STAT__COUNT };
 	char err[512], path[4200];
 	int64_t now = elapsed_ns(s);
-	int r;
+	int r, recovered;
 
 	bpf_attach_read_stats(&s->bpf, s->bpf_stats);
 	if (final)
@@ -694,26 +724,32 @@ static int write_profile(struct session *s, int final, int rotate)
 	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
 	k.wall_ns = wall_ns();
 	k.mono_ns = final && s->stopped_mono ? s->stopped_mono : mono_ns();
+	s->final_write = final;
 	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final) {
 		struct report_view v = view(s);
 
 		report_summary(&v);
 	}
+	if (rotate)
+		s->interval_t0 = now;
 	if (r) {
-		fprintf(stderr, "pyperf-pprof: %s\n", err);
+		write_failed(s, final, err);
 		return -1;
 	}
+	recovered = s->write_failures != 0;
+	if (recovered)
+		fprintf(stderr, "pyperf-pprof: writing works again after %" PRIu64 " failure%s: wrote %s, with the samples kept since\n",
+			s->write_failures, s->write_failures == 1 ? "" : "s", path);
+	s->write_failures = 0;
 	if (final && s->cfg->format == FORMAT_PPROF)
 		say(s, "pyperf-pprof: wrote %s; open it with: go tool pprof -http=: %s  (or -top)\n",
 		    path, path);
 	else if (final)
 		say(s, "pyperf-pprof: wrote %s; draw it with: flamegraph.pl %s > flame.svg\n",
 		    path, path);
-	else if (s->cfg->verbose)
-		fprintf(stderr, "pyperf-pprof: wrote %s\n", path);
-	if (rotate)
-		s->interval_t0 = now;
+	else if (!recovered)	/* one line per interval: a journal shows the run is alive */
+		say(s, "%spyperf-pprof: wrote %s\n", s->status_line ? "\r\033[K" : "", path);
 	return 0;
 }
 
@@ -775,7 +811,8 @@ static int start(struct session *s)
 	}
 	if (find_targets(s))
 		return -1;
-	if (output_init(&s->out, s->cfg, err, sizeof(err))) {
+	/* The run id in the series' names: our pid (eventlog.c records it). */
+	if (output_init(&s->out, s->cfg, (uint32_t)getpid(), err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
@@ -833,16 +870,17 @@ int session_run(const struct config *cfg)
 	if (!s)
 		return 1;
 	s->cfg = cfg;
+	/* Another pyperf-pprof knows us by this name, however our file is
+	 * called (targets_is_profiler); so do we know it. */
+	prctl(PR_SET_NAME, TARGETS_PROFILER_COMM);
 	bpf_attach_log_level(cfg->verbose);
 	install_signals();
 	if (start(s) == 0) {
-		int polled = poll_loop(s);
+		int polled = poll_loop(s), empty;
+		struct report_view v;
 
 		stop_sampling(s);
 		/* Whatever happened, what was collected is written. */
-		struct report_view v;
-		int empty;
-
 		rc = write_profile(s, 1, 0) || polled ? 1 : 0;
 		v = view(s);
 		empty = report_empty(&v);

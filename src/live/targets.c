@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -16,6 +17,8 @@
 void targets_init(struct target_set *ts, const struct target_src *src, struct objcache *objs,
 		  int all, int children, target_cb cb, void *ctx)
 {
+	struct stat st;
+
 	memset(ts, 0, sizeof(*ts));
 	ts->src = src;
 	ts->objs = objs;
@@ -23,6 +26,11 @@ void targets_init(struct target_set *ts, const struct target_src *src, struct ob
 	ts->children = children;
 	ts->cb = cb;
 	ts->ctx = ctx;
+	ts->self = getpid();
+	if (stat("/proc/self/exe", &st) == 0) {
+		ts->self_dev = (uint64_t)st.st_dev;
+		ts->self_ino = (uint64_t)st.st_ino;
+	}
 }
 
 void targets_free(struct target_set *ts)
@@ -131,6 +139,26 @@ static void locate_gil(struct py_target *t)
 	t->bpf.gil_enabled_addr = g.enabled_addr;
 }
 
+/* Three marks, cheapest first: our own pid; the name every instance
+ * gives itself (a renamed executable or another build of it, from this
+ * version on); the same executable file (an instance not yet renamed, or
+ * an older one: its name is its file's). The name alone could be taken
+ * by any program; one that does is not profiled. */
+int targets_is_profiler(const struct target_set *ts, pid_t pid)
+{
+	struct proc_stat ps;
+	struct stat st;
+	char exe[64];
+
+	if (pid == ts->self)
+		return 1;
+	if (proc_stat(pid, &ps) == 0 && !strcmp(ps.comm, TARGETS_PROFILER_COMM))
+		return 1;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	return ts->self_ino && stat(exe, &st) == 0 && (uint64_t)st.st_dev == ts->self_dev &&
+	       (uint64_t)st.st_ino == ts->self_ino;
+}
+
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
 	struct py_target *t;
@@ -138,6 +166,12 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 
 	if (find_live(ts, pid))
 		return 0;
+	if (targets_is_profiler(ts, pid)) {
+		if (!quiet)
+			fprintf(stderr, "pyperf-pprof: pid %d not profiled: it is %s\n", (int)pid,
+				pid == ts->self ? "this profiler" : "a pyperf-pprof");
+		return -1;
+	}
 	if (ts->n == TARGETS_MAX) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: pid %d not profiled: already %d processes\n",

@@ -51,6 +51,9 @@ struct target_set {
 	size_t nignored;
 	int64_t last_scan_ns;
 	uint64_t added, exited, failed;	/* counters for the summary */
+	pid_t self;			/* this profiler's pid, never a target */
+	uint64_t self_dev, self_ino;	/* its executable: another process
+					 * running it is a profiler too */
 	target_cb cb;
 	void *ctx;
 	const struct target_src *src;	/* where targets are read (live or recorded) */
@@ -60,6 +63,15 @@ struct target_set {
 void targets_init(struct target_set *ts, const struct target_src *src, struct objcache *objs,
 		  int all, int children, target_cb cb, void *ctx);
 void targets_free(struct target_set *ts);
+
+/* The name every pyperf-pprof gives its own process (prctl PR_SET_NAME),
+ * whatever its executable is called, so that another instance knows it. */
+#define TARGETS_PROFILER_COMM	"pyperf-pprof"
+
+/* Is pid a pyperf-pprof: this one, a process of the same executable, or
+ * one named TARGETS_PROFILER_COMM? It maps interpreters' files to read
+ * them, so it looks like Python, but is never profiled. */
+int targets_is_profiler(const struct target_set *ts, pid_t pid);
 
 /* Profiles pid from now on; errors are printed unless quiet. 0 on success. */
 int targets_add(struct target_set *ts, pid_t pid, int quiet);

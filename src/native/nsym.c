@@ -343,19 +343,19 @@ static void set_path(struct nsym_ctx *c, const struct proc_map *m, struct nsym_r
 	out->path = c->path;
 }
 
-/* A miss re-reads the maps (a library loaded since), at most every
- * OC_REFRESH_NS per process so garbage pcs cannot make every lookup do it. */
-static long map_index(struct nsym_ctx *c, struct oc_proc *p, uint64_t pc)
+/* A miss re-reads the maps (a library loaded since), as
+ * objcache_refresh() allows for a pc seen at seen_ns. */
+static long map_index(struct nsym_ctx *c, struct oc_proc *p, uint64_t pc, uint64_t seen_ns)
 {
 	const struct proc_map *m = proc_maps_find(&p->maps, pc);
 
-	if (!m && objcache_refresh(c->oc, p) == 0)
+	if (!m && objcache_refresh(c->oc, p, seen_ns) == 0)
 		m = proc_maps_find(&p->maps, pc);
 	return m ? m - p->maps.v : -1;
 }
 
 int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
-		 struct nsym_result *out)
+		 uint64_t seen_ns, struct nsym_result *out)
 {
 	const struct ns_sym *s;
 	const struct proc_map *m;
@@ -369,7 +369,7 @@ int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint
 	out->build_id = "";
 	c->st.lookups++;
 	p = pid > 0 && src ? objcache_proc(c->oc, src, pid) : NULL;
-	i = p ? map_index(c, p, pc) : -1;
+	i = p ? map_index(c, p, pc, seen_ns) : -1;
 	if (i < 0)
 		return finish(c, out, NSYM_NO_MAPPING);
 	m = &p->maps.v[i];

@@ -60,10 +60,12 @@ void nsym_ctx_free(struct nsym_ctx *c);
  * Resolves pc in process pid, whose maps and files are read through src;
  * returns out->status. For a return address
  * (pcs[i > 0] from unwind_stack) pass pc - 1, so a call that ends a
- * function is not attributed to the next one.
+ * function is not attributed to the next one. seen_ns: when the target
+ * ran pc (bpf_ktime_get_ns(); 0: unknown), which decides whether a pc in
+ * no known mapping re-reads the maps (objcache_refresh()).
  */
 int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
-		 struct nsym_result *out);
+		 uint64_t seen_ns, struct nsym_result *out);
 
 const struct nsym_stats *nsym_get_stats(const struct nsym_ctx *c);
 

@@ -160,9 +160,9 @@ struct oc_proc *objcache_proc(struct objcache *oc, const struct target_src *src,
 /* An address missed the maps: a library may have been loaded since. At
  * most every OC_REFRESH_NS, so garbage addresses cannot make every sample
  * re-read /proc/PID/maps. */
-int objcache_refresh(struct objcache *oc, struct oc_proc *p)
+int objcache_refresh(struct objcache *oc, struct oc_proc *p, uint64_t seen_ns)
 {
-	if (now_ns() - p->read_ns < OC_REFRESH_NS)
+	if (p->read_ns >= seen_ns && now_ns() - p->read_ns < OC_REFRESH_NS)
 		return -1;
 	return load_maps(oc, p);
 }

@@ -101,9 +101,14 @@ void objcache_drop_user(struct objcache *oc, enum oc_user u);
  * cannot be read. Valid until the next objcache_proc() or forget. */
 struct oc_proc *objcache_proc(struct objcache *oc, const struct target_src *src, int pid);
 
-/* Re-reads p's maps unless they were read less than OC_REFRESH_NS ago.
- * 0 if they were re-read (indices and memos of the old maps are gone). */
-int objcache_refresh(struct objcache *oc, struct oc_proc *p);
+/* Re-reads p's maps after a miss on an address the target used at
+ * seen_ns (CLOCK_MONOTONIC, as bpf_ktime_get_ns(); 0: unknown): always if
+ * the maps were read before then (they cannot hold a mapping made since;
+ * records come in batches, so that is one read per batch at most), else
+ * only if they were read OC_REFRESH_NS ago or more, so that garbage
+ * addresses cannot make every lookup re-read them. 0 if they were re-read
+ * (indices and memos of the old maps are gone). */
+int objcache_refresh(struct objcache *oc, struct oc_proc *p, uint64_t seen_ns);
 
 /* The object behind p->maps.v[i] (a file or the vDSO), loaded on first
  * use and memoized until the maps are re-read. NULL if there is none. */

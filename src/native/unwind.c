@@ -135,15 +135,15 @@ static struct uw_pstate *pstate_get(struct unwind_ctx *u, struct oc_proc *p)
 	return ps;
 }
 
-/* A miss re-reads the maps (a library loaded since) at most once per stack
- * and at most every OC_REFRESH_NS. */
+/* A miss re-reads the maps (a library loaded since) at most once per stack,
+ * as objcache_refresh() allows. */
 static long map_index(struct uw_call *c, uint64_t addr, int refresh)
 {
 	const struct proc_map *m = proc_maps_find(&c->p->maps, addr);
 
 	if (!m && refresh && !c->refreshed) {
 		c->refreshed = 1;
-		if (objcache_refresh(c->u->oc, c->p) == 0) {
+		if (objcache_refresh(c->u->oc, c->p, c->in->taken_ns) == 0) {
 			c->rlo = c->rhi = 0;
 			m = proc_maps_find(&c->p->maps, addr);
 		}

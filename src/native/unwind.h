@@ -52,6 +52,8 @@ struct unwind_input {
 	uint64_t stack_addr;			/* ... from this address (rsp) */
 	const struct tramp_shape *tramp;	/* the target's trampoline template
 						 * (trampoline.h), NULL: none */
+	uint64_t taken_ns;			/* when the stack was copied
+						 * (bpf_ktime_get_ns()), 0: unknown */
 };
 
 /* Why unwind_stack() stopped. */

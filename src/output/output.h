@@ -16,18 +16,34 @@ struct output {
 	const struct config *cfg;
 	char pattern[4096];	/* the --out path; may contain %t */
 	int series;		/* several files: pattern has %t */
-	unsigned seq;		/* disambiguates writes within one second */
+	uint32_t run_id;	/* in every name of the series; 0: none */
+	unsigned seq;		/* the run's writes, in order; never reused */
 };
 
-/* Resolves --out (a directory gets "profile-%t.pb.gz" inside it) and
- * checks it can be written. -1 with one line in err. */
-int output_init(struct output *o, const struct config *cfg, char *err, size_t errlen);
+/*
+ * Resolves --out (a directory gets "profile-%t.pb.gz", or ".folded" for
+ * --format collapsed, inside it) and checks it can be written. -1 with one
+ * line in err. run_id makes the series' names this run's own: %t becomes
+ * "YYYYmmddTHHMMSSZ-RUNID-NNN" (the live profiler's pid; a replay uses the
+ * recorded one; 0, from older recordings, leaves "-RUNID" out).
+ */
+int output_init(struct output *o, const struct config *cfg, uint32_t run_id, char *err,
+		size_t errlen);
 
 /* Writes the profile atomically in the configured format; wall_ns
- * (CLOCK_REALTIME) is the time a %t name carries; path gets the file's name. In a series, older files beyond --keep are deleted: only
- * names of the exact form this program writes (prefix, UTC stamp and
- * sequence number, suffix), never the file just written. */
+ * (CLOCK_REALTIME) is the time a %t name carries; path gets the file's
+ * name. A series' file never replaces an existing one: a taken name is
+ * skipped (the sequence number moves on); a single --out FILE is replaced,
+ * as its name was given. In a series, older files beyond --keep are
+ * deleted: only names of the exact form this run writes (prefix, UTC
+ * stamp, this run's id, sequence number, suffix), never the file just
+ * written. */
 int output_write(struct output *o, const struct profile *p, int64_t wall_ns, char *path,
 		 size_t pathlen, char *err, size_t errlen);
+
+/* Writes a page to a probe file in the output's directory and removes it:
+ * 0 if that worked, else -1 with one line in err. Cheap, to ask before
+ * encoding a profile while writes fail. */
+int output_probe(const struct output *o, char *err, size_t errlen);
 
 #endif

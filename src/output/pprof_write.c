@@ -139,16 +139,32 @@ static void pb_fill_functions(struct pb_tree *t, const struct profile_view *v)
 	t->msg.function = t->func_ptrs;
 }
 
+/*
+ * The id a mapping is written with. The main mapping goes first, as
+ * pprof expects (it names the profile after it), and ids stay 1..N in
+ * the order written (some back ends index by id): the main one becomes 1,
+ * those made before it move up one.
+ */
+static uint64_t written_map_id(const struct profile_view *v, uint64_t id)
+{
+	uint64_t main = v->main_mapping;
+
+	if (!main || !id || id > main)
+		return id;
+	return id == main ? 1 : id + 1;
+}
+
 static void pb_fill_mappings(struct pb_tree *t, const struct profile_view *v)
 {
 	size_t i;
 
 	for (i = 0; i < v->nmappings; i++) {
+		size_t slot = written_map_id(v, i + 1) - 1;
 		const struct profile_mapping_rec *r = &v->mappings[i];
-		pb_mapping *m = &t->maps[i];
+		pb_mapping *m = &t->maps[slot];
 
 		perftools__profiles__mapping__init(m);
-		m->id = i + 1;
+		m->id = slot + 1;
 		m->memory_start = r->memory_start;
 		m->memory_limit = r->memory_limit;
 		m->file_offset = r->file_offset;
@@ -158,7 +174,7 @@ static void pb_fill_mappings(struct pb_tree *t, const struct profile_view *v)
 		m->has_filenames = r->has_filenames;
 		m->has_line_numbers = r->has_line_numbers;
 		m->has_inline_frames = r->has_inline_frames;
-		t->map_ptrs[i] = m;
+		t->map_ptrs[slot] = m;
 	}
 	t->msg.n_mapping = v->nmappings;
 	t->msg.mapping = t->map_ptrs;
@@ -180,7 +196,7 @@ static void pb_fill_locations(struct pb_tree *t, const struct profile_view *v)
 
 		perftools__profiles__location__init(l);
 		l->id = i + 1;
-		l->mapping_id = r->mapping_id;
+		l->mapping_id = written_map_id(v, r->mapping_id);
 		l->address = r->address;
 		l->n_line = r->nlines;
 		l->line = t->line_ptrs + r->line_off;
@@ -421,8 +437,32 @@ static void sync_dir(const char *dir)
 	close(fd);
 }
 
+/*
+ * Puts the complete temporary file at path. Replacing: rename(2). Not
+ * replacing (excl): renameat2(RENAME_NOREPLACE), or where the file system
+ * lacks it link(2) and unlink; both fail with EEXIST rather than take the
+ * place of a file someone else created there.
+ */
+static int put_in_place(const char *tmpl, const char *path, int excl)
+{
+	int saved;
+
+	if (!excl)
+		return rename(tmpl, path);
+	if (renameat2(AT_FDCWD, tmpl, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	if (link(tmpl, path))
+		return -1;
+	saved = errno;
+	unlink(tmpl);
+	errno = saved;
+	return 0;
+}
+
 static int install(const char *path, const char *dir, char *tmpl,
-		   const uint8_t *buf, size_t len, char *err, size_t errlen)
+		   const uint8_t *buf, size_t len, int excl, char *err, size_t errlen)
 {
 	const char *verb;
 	int fd, saved;
@@ -441,11 +481,12 @@ static int install(const char *path, const char *dir, char *tmpl,
 			strerror(saved));
 		return -1;
 	}
-	if (rename(tmpl, path)) {
+	if (put_in_place(tmpl, path, excl)) {
 		saved = errno;
 		unlink(tmpl);
 		set_err(err, errlen, "cannot rename a temporary file to %s: %s",
 			path, strerror(saved));
+		errno = saved;
 		return -1;
 	}
 	sync_dir(dir);
@@ -472,14 +513,14 @@ int pprof_write_file(const struct profile *p, const char *path, char *err,
 		free(tmpl);
 		return -1;
 	}
-	ret = install(path, dir, tmpl, buf, len, err, errlen);
+	ret = install(path, dir, tmpl, buf, len, 0, err, errlen);
 	free(buf);
 	free(dir);
 	free(tmpl);
 	return ret;
 }
 
-int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
+int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len, int excl,
 			 char *err, size_t errlen)
 {
 	char *dir, *tmpl;
@@ -490,7 +531,7 @@ int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
 			strerror(errno));
 		return -1;
 	}
-	ret = install(path, dir, tmpl, buf, len, err, errlen);
+	ret = install(path, dir, tmpl, buf, len, excl, err, errlen);
 	free(dir);
 	free(tmpl);
 	return ret;

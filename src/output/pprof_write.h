@@ -36,8 +36,12 @@ int pprof_encode(const struct profile *p, int gzip, uint8_t **out,
  */
 int pprof_check_writable(const char *path, char *err, size_t errlen);
 
-/* The same atomic temp-file-and-rename write, for other output formats. */
-int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len,
+/*
+ * The same atomic temp-file-and-rename write of buf (an encoded profile,
+ * any format). With excl, path is never replaced: -1 with errno EEXIST
+ * (and err set) when a file of that name exists.
+ */
+int pprof_install_buffer(const char *path, const uint8_t *buf, size_t len, int excl,
 			 char *err, size_t errlen);
 
 #endif /* PPROF_WRITE_H */

@@ -19,21 +19,11 @@
 #include <stdint.h>
 
 #include "merge.h"
+#include "pyfuncs.h"
 
-enum nf_match { NF_PREFIX = 0, NF_EXACT };
-enum nf_scope { NF_INTERPRETER = 0, NF_ANYWHERE };
-enum nf_action { NF_KEEP = 0, NF_HIDE };
-
-/* One entry of the rule table; the first entry that matches decides. */
-struct nf_rule {
-	const char *name;
-	uint8_t match;		/* enum nf_match */
-	uint8_t scope;		/* enum nf_scope */
-	uint8_t action;		/* enum nf_action */
-};
-
-/* The table native_filter_hides() applies, ending with a NULL name. */
-const struct nf_rule *native_filter_rules(void);
+/* libc's start-up rules, checked before CPython's (pyfuncs_rules()),
+ * ending with a NULL name. */
+const struct nf_rule *native_filter_startup_rules(void);
 
 /*
  * 1 if a native frame is hidden by default: name is its function (NULL or

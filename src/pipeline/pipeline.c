@@ -10,6 +10,12 @@
 
 #include "pyperf.h"
 
+/* Samples dropped after failed writes, counted in the next profile. */
+struct dropped {
+	uint64_t intervals, samples;
+	int64_t from_wall, to_wall;	/* the first one's start, the last tick */
+};
+
 struct pipeline {
 	struct pipeline_conf c;
 	struct pipeline_io io;
@@ -20,6 +26,10 @@ struct pipeline {
 	int64_t interval_wall;		/* the interval's start: time_nanos */
 	uint64_t interval_mono;
 	int own_objs;			/* objs made here, freed here */
+	/* Rotations whose write failed: the profile holds their intervals
+	 * too; and what was dropped since the last profile written. */
+	uint64_t held;
+	struct dropped dropped;
 };
 
 #define LOG(p, ev, ...) do {						\
@@ -70,6 +80,7 @@ struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeli
 	p->c = *c;
 	p->c.symcache_entries = cache_size(c->symcache_entries, PIPELINE_SYMCACHE);
 	p->c.threadcache_entries = cache_size(c->threadcache_entries, PIPELINE_THREADCACHE);
+	p->c.hold_bytes = c->hold_bytes ? c->hold_bytes : PIPELINE_HOLD_BYTES;
 	p->io = *io;
 	k = &p->sink;
 	k->period_ns = period_ns(c);
@@ -225,6 +236,24 @@ static void add_rate_comment(struct pipeline *p, const struct pipeline_tick *k)
 	profile_add_comment(p->sink.prof, buf);
 }
 
+/* After failed writes, what had to be dropped (pipeline_write). A profile
+ * that holds the intervals of failed writes says nothing more than its
+ * time and duration: a replay, whose writes do not fail, writes the same
+ * bytes. */
+static void dropped_comment(struct pipeline *p)
+{
+	char buf[512];
+
+	if (!p->dropped.intervals)
+		return;
+	snprintf(buf, sizeof(buf),
+		 "dropped: %" PRIu64 " samples of %" PRIu64 " interval%s from %" PRId64 " to %" PRId64
+		 " (unix ns): the output failed and the profile held passed %zu bytes",
+		 p->dropped.samples, p->dropped.intervals, p->dropped.intervals == 1 ? "" : "s",
+		 p->dropped.from_wall, p->dropped.to_wall, p->c.hold_bytes);
+	profile_add_comment(p->sink.prof, buf);
+}
+
 static void add_comments(struct pipeline *p, const struct pipeline_tick *k)
 {
 	const struct pipeline_conf *c = &p->c;
@@ -250,6 +279,7 @@ static void add_comments(struct pipeline *p, const struct pipeline_tick *k)
 		 n.read_errors, n.bad_frames, n.max_depth, n.native_stacks,
 		 n.native_errors, n.stack_errors, n.merge_errors);
 	profile_add_comment(prof, buf);
+	dropped_comment(p);
 	add_rate_comment(p, k);
 }
 
@@ -276,25 +306,68 @@ static int rotate(struct pipeline *p, const struct pipeline_tick *k)
 	return 0;
 }
 
+/* d with the current profile counted in: the intervals it holds (since
+ * its start), its samples. */
+static struct dropped with_current(const struct pipeline *p, struct dropped d,
+				   const struct pipeline_tick *k)
+{
+	if (!d.intervals)
+		d.from_wall = p->interval_wall;
+	d.to_wall = k->wall_ns;
+	d.intervals += p->held + 1;
+	d.samples += p->sink.n.records - p->n0.records;
+	return d;
+}
+
+/* What the profile is of, which pprof shows as its `File:` and title:
+ * the host's Python processes, or the targets' program (not the
+ * interpreter library the Python frames belong to). */
+static void name_profile(struct pipeline *p)
+{
+	const struct sample_sink *k = &p->sink;
+	const char *name = p->c.host ? "all Python processes" :
+			   k->programs == 1 ? k->program :
+			   k->programs ? "several Python programs" : NULL;
+
+	if (name)
+		(void)profile_set_main(k->prof, name);	/* out of memory: unnamed */
+}
+
 int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
 		   size_t pathlen, char *err, size_t errlen)
 {
 	struct pipeline_tick applied = *k;
-	int r;
+	struct dropped d;
+	int w, r, drop;
 
 	if (p->c.wall)	/* threads still off the CPU count up to now */
 		sample_flush_offcpu(&p->sink, k->mono_ns, p->io.find, p->io.ctx);
 	add_comments(p, k);
+	name_profile(p);
 	profile_set_time(p->sink.prof, p->interval_wall,
 			 (int64_t)(k->mono_ns - p->interval_mono));
-	r = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);
-	/* A failed write keeps the interval going: its samples stay. The
-	 * log gets the tick as applied, so a replay does the same. */
-	applied.rotate = k->rotate && r == 0;
+	r = w = p->io.write(p->io.ctx, p->sink.prof, k->wall_ns, path, pathlen, err, errlen);
+	/* A failed write keeps the interval going: its samples stay, up to
+	 * hold_bytes; past that they are dropped and counted. The log gets
+	 * the tick as applied, so a replay does the same (and writes what
+	 * was dropped, its writes working). */
+	drop = k->rotate && w && profile_bytes(p->sink.prof) > p->c.hold_bytes;
+	d = drop ? with_current(p, p->dropped, k) : p->dropped;
+	applied.rotate = k->rotate && (w == 0 || drop);
 	if (applied.rotate && rotate(p, k)) {
 		snprintf(err, errlen, "out of memory starting a new interval; continuing in the current one");
 		applied.rotate = 0;
+		drop = 0;	/* kept after all */
 		r = -1;
+	}
+	if (w == 0) {
+		p->held = 0;
+		memset(&p->dropped, 0, sizeof(p->dropped));
+	} else if (drop) {
+		p->held = 0;
+		p->dropped = d;
+	} else if (k->rotate) {
+		p->held++;
 	}
 	LOG(p, tick, &applied);
 	return r;

@@ -24,6 +24,8 @@
 #define PIPELINE_SYMCACHE	16384		/* code objects cached, when not given */
 #define PIPELINE_THREADCACHE	8192		/* thread names cached, when not given */
 #define PIPELINE_TASKCACHE	2048		/* threads whose asyncio task is kept */
+#define PIPELINE_HOLD_BYTES	(32u << 20)	/* a profile kept over failed writes,
+						 * at most (profile_bytes), when not given */
 
 /* What the profiles are of: fixed for a pipeline's life. */
 struct pipeline_conf {
@@ -35,9 +37,11 @@ struct pipeline_conf {
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	int wall;			/* --mode wall: off-CPU time too */
 	int gil_only;
+	int host;			/* every Python process of the host */
 	uint32_t symcache_entries;	/* 0: PIPELINE_SYMCACHE */
 	uint32_t threadcache_entries;	/* 0: PIPELINE_THREADCACHE */
 	const char *cmdline;		/* the invocation, in each profile */
+	size_t hold_bytes;		/* 0: PIPELINE_HOLD_BYTES */
 };
 
 /* An interval boundary: the current profile is written. */
@@ -76,7 +80,7 @@ struct pipeline_io {
 	/* Live only (sample.h): kernel symbols, a BPF walk's miss. diff: the
 	 * --unwind both comparison, live or replayed. */
 	const struct ksym_table *ksym;
-	void (*native_miss)(void *ctx, int pid);
+	void (*native_miss)(void *ctx, int pid, uint64_t taken_ns);
 	void *native_miss_ctx;
 	struct native_diff *diff;
 	/* CLOCK_MONOTONIC: code objects checked since a sample are not read
@@ -121,6 +125,11 @@ int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *r
  * time from its start to the tick). With k->rotate, and if the write
  * succeeded, the next interval starts at the tick with a fresh profile;
  * the caches are kept. path gets the file's name; -1 with one line in err.
+ * A rotation whose write failed keeps the interval going, so the next
+ * profile written holds its samples too (its time and duration span
+ * them), unless the profile then holds more than hold_bytes: it is
+ * dropped and a new interval starts, and the next profile written counts
+ * what was dropped in a comment ("dropped: N samples of K intervals").
  */
 int pipeline_write(struct pipeline *p, const struct pipeline_tick *k, char *path,
 		   size_t pathlen, char *err, size_t errlen);

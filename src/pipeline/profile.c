@@ -37,6 +37,7 @@ struct profile {
 	uint64_t serial;		/* unique per profile_new() */
 	char **strs;
 	size_t nstrs, strs_cap;
+	size_t str_bytes;		/* the strings' own allocations */
 	struct htab str_ht;
 
 	struct profile_value_type *stypes;
@@ -56,6 +57,7 @@ struct profile {
 	struct profile_mapping_rec *maps;
 	size_t nmaps, maps_cap;
 	struct htab map_ht;
+	uint64_t main_map;		/* listed first; 0: the first made */
 
 	struct profile_location_rec *locs;
 	size_t nlocs, locs_cap;
@@ -307,6 +309,7 @@ static int64_t intern_valid(struct profile *p, const char *s, size_t len)
 	}
 	memcpy(copy, s, len);
 	copy[len] = '\0';
+	p->str_bytes += len + 1;
 	htab_put(&p->str_ht, hash, p->nstrs);
 	strs[p->nstrs] = copy;
 	return (int64_t)p->nstrs++;
@@ -905,9 +908,40 @@ int profile_add_sample(struct profile *p, const uint64_t *locs, size_t nlocs,
 	return 0;
 }
 
+int profile_set_main(struct profile *p, const char *name)
+{
+	struct profile_mapping_desc m = {
+		.filename = name, .has_functions = true, .has_filenames = true,
+		.has_line_numbers = true,
+	};
+	uint64_t id = profile_mapping(p, &m);
+
+	if (!id)
+		return -1;
+	p->main_map = id;
+	return 0;
+}
+
 size_t profile_sample_count(const struct profile *p)
 {
 	return p->nsamples;
+}
+
+static size_t htab_bytes(const struct htab *h)
+{
+	return ((size_t)h->mask + 1) * sizeof(*h->slots);
+}
+
+size_t profile_bytes(const struct profile *p)
+{
+	return sizeof(*p) + p->str_bytes + p->strs_cap * sizeof(*p->strs) +
+	       htab_bytes(&p->str_ht) + p->stypes_cap * sizeof(*p->stypes) +
+	       p->comments_cap * sizeof(*p->comments) + p->funcs_cap * sizeof(*p->funcs) +
+	       htab_bytes(&p->func_ht) + p->maps_cap * sizeof(*p->maps) + htab_bytes(&p->map_ht) +
+	       p->locs_cap * sizeof(*p->locs) + htab_bytes(&p->loc_ht) +
+	       p->lines_cap * sizeof(*p->lines) + p->samples_cap * sizeof(*p->samples) +
+	       htab_bytes(&p->sample_ht) + p->stack_ids_cap * sizeof(*p->stack_ids) +
+	       p->labels_cap * sizeof(*p->labels) + p->values_cap * sizeof(*p->values);
 }
 
 void profile_get_view(const struct profile *p, struct profile_view *v)
@@ -927,6 +961,7 @@ void profile_get_view(const struct profile *p, struct profile_view *v)
 	v->nfunctions = p->nfuncs;
 	v->mappings = p->maps;
 	v->nmappings = p->nmaps;
+	v->main_mapping = p->main_map;
 	v->locations = p->locs;
 	v->nlocations = p->nlocs;
 	v->lines = p->lines;

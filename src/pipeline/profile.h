@@ -85,6 +85,13 @@ uint64_t profile_function(struct profile *p, const char *name,
 			  int64_t start_line);
 uint64_t profile_mapping(struct profile *p,
 			 const struct profile_mapping_desc *m);
+/*
+ * The profile's main mapping: pprof takes the first mapping listed for
+ * the program profiled (`File:` in go tool pprof, the web UI's title).
+ * A mapping named name, with no address range, is listed first. -1 when
+ * out of memory.
+ */
+int profile_set_main(struct profile *p, const char *name);
 /* mapping_id may be 0 (no mapping); function_id must exist. */
 uint64_t profile_location(struct profile *p, uint64_t mapping_id,
 			  uint64_t address, uint64_t function_id,
@@ -106,6 +113,9 @@ int profile_add_sample(struct profile *p, const uint64_t *locs, size_t nlocs,
 
 /* Number of distinct samples. */
 size_t profile_sample_count(const struct profile *p);
+/* Bytes the profile holds (its arrays as allocated, tables, strings),
+ * without the allocator's own overhead. */
+size_t profile_bytes(const struct profile *p);
 
 /*
  * Read-only view of the stored profile, for the writer and for tests.
@@ -175,6 +185,7 @@ struct profile_view {
 	size_t nfunctions;
 	const struct profile_mapping_rec *mappings;	/* id = index + 1 */
 	size_t nmappings;
+	uint64_t main_mapping;		/* to list first; 0: none set */
 	const struct profile_location_rec *locations;	/* id = index + 1 */
 	size_t nlocations;
 	const struct profile_line *lines;

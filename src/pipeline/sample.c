@@ -37,8 +37,9 @@ static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t 
 	return &k->memo[(key * 0x9e3779b97f4a7c15ULL ^ lasti) % LOC_MEMO];
 }
 
-/* The BPF walk stopped at a frame it could not trust (an implausible
- * frame or a cycle: see implausible() in pyperf.bpf.c): what lay beyond was
+/* The BPF walk stopped at a frame it could not trust (garbage by
+ * py_frame_classify() in bpf/pyperf.h, or a cycle by walk_step()'s check in
+ * pyperf.bpf.c): what lay beyond was
  * garbage, so the stack ends here with one placeholder that closes its
  * eval-loop group. Returns the new count, 0 if out of memory. */
 static size_t cut_walk(struct sample_sink *k, size_t n, int after_one)
@@ -210,7 +211,7 @@ static uint8_t hides(struct sample_sink *k, uint64_t fid, const char *name, int 
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
 static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t, int pid,
-			       uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide,
+			       uint64_t pc, uint64_t seen_ns, int leaf, uint8_t *is_eval, uint8_t *hide,
 			       struct native_memo *memo)
 {
 	struct nsym_result r;
@@ -220,7 +221,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	long gap = -1;
 
 	/* Return addresses point after the call: look up the call itself. */
-	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, &r);
+	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, seen_ns, &r);
 	named = r.status == NSYM_OK;
 	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
 	/* Only where no anchor tells (<=3.10, recordings made before them):
@@ -253,7 +254,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 
 /* native_resolve(), memoized per (pid, maps read, pc, leaf) and profile. */
 static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
-				uint64_t pc, int leaf, uint8_t *is_eval, uint8_t *hide)
+				uint64_t pc, uint64_t seen_ns, int leaf, uint8_t *is_eval, uint8_t *hide)
 {
 	struct oc_proc *p = objcache_proc(k->objs, t->src, pid);
 	uint64_t prof = profile_serial(k->prof), gen = p ? p->maps_gen : 0;
@@ -269,7 +270,7 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 		return m->loc;
 	}
 	m->prof = prof;
-	loc = native_resolve(k, t, pid, pc, leaf, is_eval, hide, m);
+	loc = native_resolve(k, t, pid, pc, seen_ns, leaf, is_eval, hide, m);
 	/* A miss in the maps re-reads them: keyed by the maps it used. */
 	p = objcache_proc(k->objs, t->src, pid);
 	if (!loc || !p)
@@ -280,12 +281,20 @@ static uint64_t native_location(struct sample_sink *k, const struct py_target *t
 	return loc;
 }
 
+/* When s was taken, on this machine's CLOCK_MONOTONIC: live only (a
+ * recording's times are another boot's); 0 in replay. */
+static uint64_t taken_ns(const struct sample_sink *k, const struct py_sample *s)
+{
+	return k->clock ? s->h.time_ns : 0;
+}
+
 /* Unwinds the stack copied at off with libunwind into k->pcs; returns the
  * count, -1 if the record has no stack. */
 static long user_unwind(struct sample_sink *k, const struct py_target *t,
 			const struct py_sample *s, size_t size, size_t off, int *end)
 {
-	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid, .tramp = &t->tramp };
+	struct unwind_input in = { .src = t->src, .pid = (int)s->h.pid, .tramp = &t->tramp,
+				    .taken_ns = taken_ns(k, s) };
 	size_t n = 0;
 
 	if (!k->unw || !s->h.stack_len || off + s->h.stack_len > size)
@@ -332,7 +341,7 @@ static const char *diff_object(void *ctx, uint64_t pc)
 	const int *pid = ((void **)ctx)[2];
 	struct nsym_result r;
 
-	nsym_resolve(k->nsym, t->src, *pid, pc, &r);
+	nsym_resolve(k->nsym, t->src, *pid, pc, 0, &r);
 	return r.path;
 }
 
@@ -343,8 +352,7 @@ static void diff_unwinds(struct sample_sink *k, const struct py_target *t,
 	int pid = (int)s->h.pid;
 	void *ctx[3] = { k, (void *)t, &pid };
 	int truncated = s->h.native_end == PY_NATIVE_END_MAX || uend == UNWIND_END_MAX;
-	int not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
-			 s->h.native_end == PY_NATIVE_END_NO_MAP;
+	int not_loaded = py_native_end_missing(s->h.native_end);
 
 	native_diff_add(k->diff, k->kpcs, nk, k->pcs, nu, truncated, not_loaded,
 			diff_object, ctx);
@@ -383,8 +391,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		memcpy(k->kpcs, (const uint8_t *)s + off, nk * 8);
 		kernel_anchors(k, nk);
 		off += nk * 8;
-		*not_loaded = s->h.native_end == PY_NATIVE_END_NO_PROC ||
-			      s->h.native_end == PY_NATIVE_END_NO_MAP;
+		*not_loaded = py_native_end_missing(s->h.native_end);
 	}
 	nu = user_unwind(k, t, s, size, off, &uend);
 	if (kernel && nu >= 0 && k->diff)
@@ -394,7 +401,7 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 	k->n.native_stacks++;
 	if (kernel && *not_loaded) {
 		if (k->native_miss)
-			k->native_miss(k->native_miss_ctx, (int)s->h.pid);
+			k->native_miss(k->native_miss_ctx, (int)s->h.pid, taken_ns(k, s));
 		if (nu >= 0) {
 			/* BPF copied the stack because its tables lacked a
 			 * mapping: libunwind's whole stack, not the cut one. */
@@ -404,8 +411,11 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		}
 	}
 	if (!kernel) {
-		if (uend != UNWIND_END_OUTERMOST)
+		if (uend != UNWIND_END_OUTERMOST) {
 			k->n.native_errors++;
+			if ((unsigned)uend <= UNWIND_END_READ)
+				k->n.user_end[uend]++;
+		}
 		user_anchors(k, s, size, (size_t)nu);
 		return (size_t)nu;
 	}
@@ -413,6 +423,8 @@ static size_t native_pcs(struct sample_sink *k, const struct py_target *t,
 		k->n.native_not_loaded++;
 	} else if (s->h.native_end != PY_NATIVE_END_OUTERMOST) {
 		k->n.native_errors++;
+		if (s->h.native_end <= PY_NATIVE_END_BAD)
+			k->n.kernel_end[s->h.native_end]++;
 	}
 	memcpy(k->pcs, k->kpcs, nk * 8);
 	kernel_kinds(k, s, nk);
@@ -452,7 +464,8 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	leaf = n && (k->nkind[0] != UNWIND_FRAME_TRAMPOLINE || k->all_native);
 	n = drop_trampolines(k, n);
 	for (size_t i = 0; i < n; i++) {
-		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], i == 0 && leaf,
+		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], taken_ns(k, s),
+					     i == 0 && leaf,
 					     &k->neval[i], &k->nhide[i]);
 		if (!k->nloc[i])
 			return 0;
@@ -579,6 +592,18 @@ static void count_thread(struct sample_sink *k, uint32_t tid)
 }
 
 /* Adds one stack with all its labels. */
+/* The program the samples come from (pipeline.c names the profile after
+ * it): the process name while there is one. */
+static void note_program(struct sample_sink *k, const struct py_target *t)
+{
+	if (!t->comm[0] || (k->programs == 1 && !strcmp(k->program, t->comm)))
+		return;
+	if (k->programs++ == 0)
+		snprintf(k->program, sizeof(k->program), "%s", t->comm);
+	else
+		k->programs = 2;
+}
+
 static int add_labeled(struct sample_sink *k, const struct py_target *t, const uint64_t *locs,
 		       size_t n, uint32_t pid, uint32_t tid, const char *tname, const char *task,
 		       uint32_t flags, int64_t count, int64_t weight)
@@ -587,6 +612,7 @@ static int add_labeled(struct sample_sink *k, const struct py_target *t, const u
 	int64_t values[2] = { count, weight };
 	size_t nl = 5;
 
+	note_program(k, t);
 	labels[0] = (struct profile_label){ .key = "pid", .num = pid };
 	labels[1] = (struct profile_label){ .key = "tid", .num = tid };
 	labels[2] = (struct profile_label){ .key = "thread_name", .str = tname };
@@ -894,6 +920,10 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	comm[PYPERF_COMM_LEN] = '\0';
 	if (k->threads && s->h.tstate)
 		tname = pythread_cache_name(k->threads, t, s->h.tstate, s->h.time_ns);
+	/* threading's name for the main thread, whether or not the target
+	 * imported threading (the comm would be the process name). */
+	if (!tname && s->h.tid == s->h.pid)
+		tname = "MainThread";
 	/* python_frames() left the frames' code objects in k->codes. */
 	if (k->tasks && s->h.tstate)
 		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,

@@ -11,6 +11,7 @@
 #include "symgap.h"
 #include "native_diff.h"
 #include "nsym.h"
+#include "unwind.h"
 #include "objcache.h"
 #include "ksym.h"
 #include "profile.h"
@@ -43,6 +44,11 @@ struct sample_counts {
 					 * not loaded yet; the stack is marked */
 	uint64_t native_copied;		/* ... and unwound from the stack copy
 					 * BPF made instead (not marked) */
+	/* native_errors by why the walk ended: enum py_native_end (in BPF)
+	 * and enum unwind_end (libunwind on a stack copy), so that a summary
+	 * that counts stops also says where to look. */
+	uint64_t kernel_end[PY_NATIVE_END_BAD + 1];
+	uint64_t user_end[UNWIND_END_READ + 1];
 };
 
 #define TID_SET_SIZE 16384	/* bounded: counting stops when full */
@@ -107,9 +113,11 @@ struct sample_sink {
 	struct symgap gaps;			/* unnamed native frames per object */
 	/* --unwind kernel: a record whose BPF walk met no loaded mapping
 	 * asks for the process's tables to be (re)loaded. */
-	void (*native_miss)(void *ctx, int pid);
+	void (*native_miss)(void *ctx, int pid, uint64_t taken_ns);
 	void *native_miss_ctx;
 	struct native_diff *diff;		/* --unwind both: compare the two */
+	char program[16];			/* the sampled processes' name */
+	int programs;				/* names seen: 0, 1, 2 = several */
 	pysym_clock_fn clock;			/* live only: see sample_add */
 	uint8_t *full;				/* a compact record, expanded */
 	size_t full_cap;

@@ -31,7 +31,7 @@
  * enters itself with _py_enter_task into asyncio.tasks._current_tasks, a
  * dict of the module as before 3.14 (Lib/asyncio/tasks.py at v3.14.7 and
  * v3.15.0rc1). So a thread state without a running task is looked up
- * there too, where the object offsets are complete (pythread_offsets());
+ * there too, where the object offsets are complete (pyobj_offsets());
  * until a mapped file has the section (_asyncio not imported: a shared
  * module in Debian's 3.14) the coroutine and type offsets are derived from
  * _Py_DebugOffsets alone, and no C Task is read.
@@ -44,6 +44,8 @@
 
 #include "pyasyncio_debug.h"
 #include "pysym.h"
+#include "procslot.h"
+#include "pyobj.h"
 #include "pythread.h"
 #include "setcache.h"
 #include "target_src.h"
@@ -64,55 +66,22 @@
  * after RETRY_NS, and searched only if sys.modules changed size. */
 #define RETRY_NS	100000000ull
 
-/*
- * From `gdb -batch -ex 'ptype/o TaskObj'` on the pyenv builds'
- * lib/python3.X/lib-dynload/_asyncio.cpython-3X*.so and `ptype/o
- * PyCoroObject`, `ptype/o struct _PyInterpreterFrame`, `ptype/o struct
- * _typeobject` on their libpython3.X.so (3.7.16 3.8.18 3.9.18 3.10.13
- * 3.11.7 3.12.1 3.13.0). coro_size is sizeof(PyCoroObject) up to 3.10,
- * offsetof(cr_iframe) + offsetof(_PyInterpreterFrame, localsplus) from
- * 3.11 (a coroutine is variable-size there); both equal
- * types.CoroutineType.__basicsize__. The 3.13t row is the same from a
- * free-threaded build of v3.13.15 (/opt/cpython-ft/3.13t, see
- * pyoffsets_table.c): its 32-byte object header moves every offset.
- * tests/unit/test_pyasyncio.sh re-derives every row from the DWARF.
- */
-static const struct pyasyncio_layout layouts[] = {
-	/* minor size coro name  corosz code qual iframe tp_base (3.14+ only: 0 0) */
-	{ 7,  136, 112, NO16, 104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 8,  144, 112, 120,  104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 9,  184, 152, 160,  104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 10, 192, 160, 168,  96,  24,   48, NO16, 256, 0, 0, .free_threaded = 0 },
-	{ 11, 176, 136, 144,  152, 16,   40, 80,   256, 0, 0, .free_threaded = 0 },
-	{ 12, 176, 136, 144,  144, NO16, 32, 72,   256, 0, 0, .free_threaded = 0 },
-	{ 13, 144, 120, 128,  144, NO16, 32, 72,   256, 0, 0, .free_threaded = 0 },
-	{ 13, 160, 136, 144,  160, NO16, 48, 88,   272, 0, 0, .free_threaded = 1 },
-};
-
-const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor,
-						     int free_threaded)
-{
-	if (major != 3)
-		return NULL;
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
-		if (layouts[i].minor == minor &&
-		    layouts[i].free_threaded == !!free_threaded)
-			return &layouts[i];
-	return NULL;
-}
-
 /* 3.14+: the layout is read per process from its AsyncioDebug section
  * (aproc.dl); this marks a target whose layout comes from there. */
-static const struct pyasyncio_layout from_section = { .minor = 14 };
+static const struct pyasyncio_layout from_section = { .minor = 0 };
 
-/* The row for t: up to 3.13 the table's row of its build (there is a
- * free-threaded row for 3.13 only; the sizes refuse a mismatch anyway);
- * 3.14+ builds of either kind through their section. */
+/* Where t's offsets come from, by its layout (pylayout_rows.c): its row's
+ * table, or (section) its process's AsyncioDebug section; NULL: none. */
 static const struct pyasyncio_layout *layout_of(const struct py_target *t)
 {
-	if (t->major == 3 && t->minor >= 14)
+	switch (t->layout.asyncio_kind) {
+	case PY_ASYNCIO_TABLE:
+		return &t->layout.asyncio;
+	case PY_ASYNCIO_SECTION:
 		return t->layout.interp_size ? &from_section : NULL;
-	return pyasyncio_layout_find(t->major, t->minor, t->layout.free_threaded);
+	default:
+		return NULL;
+	}
 }
 
 /* ---- labels ---------------------------------------------------------- */
@@ -147,10 +116,8 @@ void pyasyncio_format(char *buf, size_t len, const char *name, int is_default,
 enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_BAD };
 
 struct aproc {
-	int pid;			/* 0: empty */
-	uint64_t start_time;
-	uint64_t interp;
-	struct pythread_seen seen;
+	struct proc_slot key;		/* first: procslot.h */
+	struct py_seen seen;
 	uint64_t current_tasks;		/* the dict; 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
 	int64_t modules_used;		/* len(sys.modules) at the last search */
@@ -166,7 +133,6 @@ struct aproc {
 	struct { uint64_t loop, ident, ns; } loops[NPLOOPS];	/* whose loop */
 	unsigned next_type;
 	int warned;
-	uint32_t age;
 };
 
 /* One read of a target: the cache's whole view of it. */
@@ -175,37 +141,22 @@ struct ctx {
 	const struct pyasyncio_layout *l;
 	struct aproc *ap;
 	uint64_t *refusals;
-	struct py_object_offsets o;	/* pythread_offsets(): complete for
+	struct py_object_offsets o;	/* pyobj_offsets(): complete for
 					 * _Py_DebugOffsets layouts too */
 	int py_tasks;			/* 3.14+: o can read asyncio.tasks.
 					 * _current_tasks (pure-Python tasks) */
 };
-
-static int rd(const struct ctx *x, uint64_t addr, void *buf, size_t len)
-{
-	return target_read(x->t->src, x->t->pid, addr, buf, len);
-}
-
-/* A pointer field; 0 for NULL, misaligned or unreadable. */
-static uint64_t rd_ptr(const struct ctx *x, uint64_t addr)
-{
-	uint64_t v = 0;
-
-	if (!addr || rd(x, addr, &v, sizeof(v)) || (v & 7))
-		return 0;
-	return v;
-}
 
 /* The type's tp_name, NUL-terminated, at most TYPE_NAME_MAX - 1 bytes. */
 static int type_name(const struct ctx *x, uint64_t type, char *buf)
 {
 	uint64_t p = 0;
 
-	if (rd(x, type + x->t->layout.code.type_name, &p, sizeof(p)) || !p)
+	if (py_read(x->t, type + x->t->layout.code.type_name, &p, sizeof(p)) || !p)
 		return -1;
 	/* A C string near the end of a mapping: retry shorter. */
 	for (size_t n = TYPE_NAME_MAX - 1; n >= 8; n /= 2) {
-		if (rd(x, p, buf, n) == 0) {
+		if (py_read(x->t, p, buf, n) == 0) {
 			buf[n] = '\0';
 			return 0;
 		}
@@ -217,7 +168,7 @@ static int64_t type_size(const struct ctx *x, uint64_t type)
 {
 	int64_t v = -1;
 
-	if (rd(x, type + x->o.type_basicsize, &v, sizeof(v)))
+	if (py_read(x->t, type + x->o.type_basicsize, &v, sizeof(v)))
 		return -1;
 	return v;
 }
@@ -268,7 +219,7 @@ static enum tkind classify_uncached(const struct ctx *x, uint64_t type)
 			refuse(x, "_asyncio.Task", size, x->l->task_size);
 			return TK_BAD;
 		}
-		type = rd_ptr(x, type + x->l->type_base);
+		type = py_read_ptr(x->t, type + x->l->type_base);
 	}
 	return TK_OTHER;
 }
@@ -277,7 +228,7 @@ static enum tkind classify_uncached(const struct ctx *x, uint64_t type)
 static enum tkind classify(const struct ctx *x, uint64_t obj)
 {
 	struct aproc *ap = x->ap;
-	uint64_t type = obj ? rd_ptr(x, obj + x->t->layout.code.ob_type) : 0;
+	uint64_t type = obj ? py_read_ptr(x->t, obj + x->t->layout.code.ob_type) : 0;
 	enum tkind k;
 
 	if (!type)
@@ -314,7 +265,7 @@ static int task_fields(const struct ctx *x, uint64_t task, uint64_t *name, uint6
 		size_t end = (l->task_name != NO16 && l->task_name > l->task_coro ?
 			      l->task_name : l->task_coro) + 8u;
 
-		if (end > sizeof(b) || rd(x, task, b, end))
+		if (end > sizeof(b) || py_read(x->t, task, b, end))
 			return -1;
 		memcpy(coro, b + l->task_coro, 8);
 		if (l->task_name != NO16)
@@ -324,8 +275,8 @@ static int task_fields(const struct ctx *x, uint64_t task, uint64_t *name, uint6
 	if (k != TK_OTHER)
 		return -1;
 	/* asyncio.tasks._PyTask, or a Task-like object of a task factory. */
-	*name = pythread_instance_attr(x->t, &x->ap->seen, task, "_name", &x->ap->name_hint);
-	*coro = pythread_instance_attr(x->t, &x->ap->seen, task, "_coro", &x->ap->coro_hint);
+	*name = pyobj_attr(x->t, &x->ap->seen, task, "_name", &x->ap->name_hint);
+	*coro = pyobj_attr(x->t, &x->ap->seen, task, "_coro", &x->ap->coro_hint);
 	return *coro ? 0 : -1;
 }
 
@@ -347,12 +298,12 @@ static int coro_info(const struct ctx *x, uint64_t coro, uint64_t *code, char *q
 	*code = 0;
 	if (k != TK_CORO)
 		return k == TK_OTHER ? 0 : -1;
-	qual = rd_ptr(x, coro + l->cr_qualname);
+	qual = py_read_ptr(x->t, coro + l->cr_qualname);
 	if (qual && classify(x, qual) == TK_STR && pysym_read_str(x->t, qual, q, len))
 		q[0] = '\0';
 	if (l->cr_code != NO16) {
-		*code = rd_ptr(x, coro + l->cr_code);
-	} else if (l->cr_iframe != NO16 && rd(x, coro + l->cr_iframe + w->frame_code,
+		*code = py_read_ptr(x->t, coro + l->cr_code);
+	} else if (l->cr_iframe != NO16 && py_read(x->t, coro + l->cr_iframe + w->frame_code,
 					      code, sizeof(*code)) == 0) {
 		*code &= ~(uint64_t)w->code_tag_mask;
 		*code = *code & 7 ? 0 : *code;
@@ -422,8 +373,8 @@ static int loop_is_ours(const struct ctx *x, struct tentry *e, uint64_t loop, ui
 		if (e->loops[i].ns < e->loops[old].ns)
 			old = i;
 	}
-	tid = pythread_instance_attr(x->t, &ap->seen, loop, "_thread_id", &ap->tid_hint);
-	ours = tid && pythread_int_equals(x->t, tid, e->ident);
+	tid = pyobj_attr(x->t, &ap->seen, loop, "_thread_id", &ap->tid_hint);
+	ours = tid && pyobj_int_equals(x->t, tid, e->ident);
 	if (ours) {
 		ap->loops[pold].loop = loop;
 		ap->loops[pold].ident = e->ident;
@@ -447,19 +398,19 @@ static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now
 	if (now < ap->retry_ns)
 		return -1;
 	ap->retry_ns = now + RETRY_NS;
-	modules = rd_ptr(x, interp + x->o.interp_modules);
+	modules = py_read_ptr(x->t, interp + x->o.interp_modules);
 	if (!modules || x->o.dict_used == NO16 ||
-	    rd(x, modules + x->o.dict_used, &used, sizeof(used)))
+	    py_read(x->t, modules + x->o.dict_used, &used, sizeof(used)))
 		return -1;
 	if (used == ap->modules_used)
 		return -1;
-	ap->current_tasks = pythread_module_attr(x->t, &ap->seen, interp, "asyncio.tasks",
+	ap->current_tasks = pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks",
 						 "_current_tasks");
 	if (ap->current_tasks)
 		return 0;
 	/* sys.modules holds a module while it executes: if asyncio.tasks is
 	 * there but not its _current_tasks yet, look again next time. */
-	if (!pythread_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "__name__"))
+	if (!pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "__name__"))
 		ap->modules_used = used;
 	return -1;
 }
@@ -486,7 +437,7 @@ static void recheck(const struct ctx *x, uint64_t interp, uint64_t now)
 		return;
 	ap->check_gap = ap->check_gap < 32 * RETRY_NS ? 2 * ap->check_gap : ap->check_gap;
 	ap->check_ns = now + ap->check_gap;
-	d = pythread_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "_current_tasks");
+	d = pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "_current_tasks");
 	if (d)
 		ap->current_tasks = d;
 }
@@ -503,7 +454,7 @@ static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now
 	/* 3.14+: the thread state says while a C Task's step runs, whatever
 	 * the loop; else a pure-Python Task may be running. */
 	if (x->l == &ap->dl) {
-		uint64_t task = x->l->ts_task ? rd_ptr(x, e->tstate + x->l->ts_task) : 0;
+		uint64_t task = x->l->ts_task ? py_read_ptr(x->t, e->tstate + x->l->ts_task) : 0;
 		uint64_t interp = 0;
 
 		if (task || !x->py_tasks)
@@ -514,7 +465,7 @@ static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now
 	if (!ap->current_tasks && find_current_tasks(x, e->interp, now))
 		return 0;
 	recheck(x, e->interp, now);
-	n = pythread_dict_items(x->t, &ap->seen, ap->current_tasks, loops, tasks, MAX_LOOPS);
+	n = pyobj_dict_items(x->t, &ap->seen, ap->current_tasks, loops, tasks, MAX_LOOPS);
 	if (n < 0) {
 		ap->current_tasks = 0;	/* not a dict (any more): search again */
 		return 0;
@@ -592,7 +543,7 @@ static int section_layout(struct ctx *x, uint64_t now)
 	if (ap->dl_state != 1 && ap->dl_state != 2)
 		return -1;
 	x->l = &ap->dl;
-	x->py_tasks = pythread_offsets(x->t, &x->o, &gil) == 0;
+	x->py_tasks = pyobj_offsets(x->t, &x->o, &gil) == 0;
 	x->o = x->t->layout.obj;
 	x->o.type_basicsize = ap->dl.type_basicsize;
 	/* Without a section only pure-Python tasks can be read. */
@@ -604,7 +555,7 @@ static uint64_t tstate_interp(const struct ctx *x, uint64_t tstate)
 {
 	uint16_t off = x->t->layout.obj.ts_interp;
 
-	return off == NO16 ? 0 : rd_ptr(x, tstate + off);
+	return off == NO16 ? 0 : py_read_ptr(x->t, tstate + off);
 }
 
 /* ---- the uncached lookup --------------------------------------------- */
@@ -612,7 +563,7 @@ static uint64_t tstate_interp(const struct ctx *x, uint64_t tstate)
 int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t len,
 		   uint64_t *code)
 {
-	struct aproc ap = { .pid = t->pid };
+	struct aproc ap = { .key = { .pid = t->pid } };
 	struct tentry e = { .tstate = tstate, .cur = -1 };
 	uint64_t refusals = 0;
 	struct ctx x = { .t = t, .l = layout_of(t), .ap = &ap,
@@ -622,14 +573,14 @@ int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t
 	if (!x.l || !len)
 		return -1;
 	if (x.l == &from_section) {
-		e.interp = ap.interp = tstate_interp(&x, tstate);
+		e.interp = ap.key.interp = tstate_interp(&x, tstate);
 		if (!e.interp || section_layout(&x, 1))
 			return -1;
-	} else if (pythread_offsets(t, &x.o, &gil) ||
+	} else if (pyobj_offsets(t, &x.o, &gil) ||
 		   pythread_tstate_ident(t, tstate, &e.interp, &e.ident)) {
 		return -1;
 	}
-	ap.interp = e.interp;
+	ap.key.interp = e.interp;
 	read_current(&x, &e, 1);
 	if (refusals)
 		return -1;
@@ -679,7 +630,7 @@ void pyasyncio_forget_pid(struct pyasyncio_cache *c, int pid)
 		if (c->e[i].pid == pid)
 			memset(&c->e[i], 0, sizeof(c->e[i]));
 	for (int i = 0; i < NPROCS; i++)
-		if (c->procs[i].pid == pid)
+		if (c->procs[i].key.pid == pid)
 			memset(&c->procs[i], 0, sizeof(c->procs[i]));
 }
 
@@ -689,27 +640,20 @@ void pyasyncio_get_stats(const struct pyasyncio_cache *c, struct pyasyncio_stats
 }
 
 /* The state of (t, interp), made if need be (LRU). */
+/* The state of t's interpreter at interp; a reused pid's is started afresh
+ * (procslot.h). */
 static struct aproc *aproc_get(struct pyasyncio_cache *c, const struct py_target *t,
 			       uint64_t interp)
 {
-	struct aproc *victim = &c->procs[0];
+	int fresh;
+	struct aproc *ap = (struct aproc *)proc_slot_get(c->procs, NPROCS, sizeof(c->procs[0]), t,
+							 interp, c->clock, &fresh);
 
-	for (int i = 0; i < NPROCS; i++) {
-		struct aproc *ap = &c->procs[i];
-
-		if (ap->pid == t->pid && ap->interp == interp && ap->start_time == t->start_time) {
-			ap->age = c->clock;
-			return ap;
-		}
-		if (!ap->pid || (victim->pid && ap->age < victim->age))
-			victim = ap;
+	if (fresh) {
+		memset(ap, 0, sizeof(*ap));
+		proc_slot_take(&ap->key, t, interp, c->clock);
 	}
-	memset(victim, 0, sizeof(*victim));
-	victim->pid = t->pid;
-	victim->start_time = t->start_time;
-	victim->interp = interp;
-	victim->age = c->clock;
-	return victim;
+	return ap;
 }
 
 /* The entry of (t, tid), made (evicting the set's oldest) if need be. */
@@ -804,7 +748,7 @@ static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 	}
 	if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
 		e->interp = 0;
-	if (e->interp && pythread_offsets(t, &x.o, &gil) == 0) {
+	if (e->interp && pyobj_offsets(t, &x.o, &gil) == 0) {
 		x.ap = aproc_get(c, t, e->interp);
 		read_current(&x, e, now_ns);
 	}

@@ -31,32 +31,6 @@
 						 * thread: re-read after 1 s */
 
 /*
- * Offsets of one minor version, from the DWARF of the pyenv builds
- * (TaskObj: the _asyncio extension; PyCoroObject, _PyInterpreterFrame,
- * PyTypeObject: libpython), src/python/pyasyncio.c. PYPERF_NO_FIELD for
- * what the version lacks.
- */
-struct pyasyncio_layout {
-	unsigned minor;
-	uint16_t task_size;	/* sizeof(TaskObj): _asyncio.Task's tp_basicsize */
-	uint16_t task_coro;	/* TaskObj.task_coro */
-	uint16_t task_name;	/* TaskObj.task_name (3.8+) */
-	uint16_t coro_size;	/* PyCoro_Type's tp_basicsize */
-	uint16_t cr_code;	/* PyCoroObject.cr_code (<=3.11) */
-	uint16_t cr_qualname;	/* PyCoroObject.cr_qualname */
-	uint16_t cr_iframe;	/* PyCoroObject.cr_iframe (3.11+): the frame */
-	uint16_t type_base;	/* PyTypeObject.tp_base */
-	/* 3.14+ only (src/python/pyasyncio_debug.c); 0 in the DWARF rows: */
-	uint16_t ts_task;	/* _PyThreadStateImpl.asyncio_running_task */
-	uint16_t type_basicsize;	/* PyTypeObject.tp_basicsize */
-	int free_threaded;	/* a Py_GIL_DISABLED build's row */
-};
-
-/* The table entry of 3.minor of that build, or NULL. */
-const struct pyasyncio_layout *pyasyncio_layout_find(unsigned major, unsigned minor,
-						     int free_threaded);
-
-/*
  * The label of a task named name (NULL: no name, 3.7; default: the name
  * is asyncio's "Task-<n>" or a 3.12+ not yet formatted counter) running a
  * coroutine whose __qualname__ is qualname (NULL or "": unknown). Pure.

@@ -180,12 +180,23 @@ static int check_target(const struct py_facts *f, const struct py_layout *l, cha
 	return check_sysdict(f, l, err, errlen);
 }
 
+/* Where the asyncio task labels' offsets come from: the row's table, or
+ * each process's AsyncioDebug section (pyasyncio.c). */
+static void apply_asyncio(const struct py_row *r, struct py_layout *l)
+{
+	l->asyncio_kind = !r ? PY_ASYNCIO_NONE : r->asyncio_section ? PY_ASYNCIO_SECTION :
+			  r->asyncio ? PY_ASYNCIO_TABLE : PY_ASYNCIO_NONE;
+	if (l->asyncio_kind == PY_ASYNCIO_TABLE)
+		l->asyncio = *r->asyncio;
+}
+
 static int from_debug_offsets(const struct py_facts *f, struct py_layout *out, char *err,
 			      size_t errlen)
 {
 	uint8_t buf[PY_DEBUG_OFFSETS_READ];
 	const struct py_row *row;
 	uint32_t hex = 0;
+	int guessed;
 	size_t n;
 
 	if (!f->runtime_addr) {
@@ -201,6 +212,9 @@ static int from_debug_offsets(const struct py_facts *f, struct py_layout *out, c
 	if (py_debug_offsets_parse(buf, n, &hex, out, err, errlen))
 		return -1;
 	row = py_row_find(hex >> 16 & 0xff, out->free_threaded);
+	/* A newer version than the rows: read as the newest row reads. */
+	apply_asyncio(row ? row : py_row_for_table(hex >> 16 & 0xff, out->free_threaded, &guessed),
+		      out);
 	if (row && row->objects_from_table) {
 		const struct py_layout *t = py_layout_find(3, row->minor, row->free_threaded);
 
@@ -212,6 +226,7 @@ static int from_debug_offsets(const struct py_facts *f, struct py_layout *out, c
 
 static void apply_row(const struct py_row *r, struct py_layout *l)
 {
+	apply_asyncio(r, l);
 	l->line_kind = r->line_kind;
 	l->gil_kind = r->gil_kind;
 	l->free_threaded = r->free_threaded;

@@ -46,6 +46,10 @@ struct py_row {
 	uint8_t pyobject_size;		/* sizeof(PyObject): 16, free-threaded 32 */
 	uint8_t ob_type;		/* offsetof(PyObject, ob_type): 8 or 24 */
 	uint8_t var_ob_size;		/* offsetof(PyVarObject, ob_size): 16 or 32 */
+	/* The asyncio task labels' offsets: a table, or each process's
+	 * AsyncioDebug section (3.14+); neither: no labels. */
+	const struct pyasyncio_layout *asyncio;
+	uint8_t asyncio_section;
 };
 
 extern const struct py_row py_rows[];

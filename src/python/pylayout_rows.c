@@ -150,6 +150,32 @@ static const struct py_debug_group dbg_315[] = {
 	{ NULL, NULL }
 };
 
+/*
+ * The asyncio offsets of the rows up to 3.13 (py_row.asyncio), from `gdb
+ * -batch -ex 'ptype/o TaskObj'` on the pyenv builds'
+ * lib/python3.X/lib-dynload/_asyncio.cpython-3X*.so and `ptype/o
+ * PyCoroObject`, `ptype/o struct _PyInterpreterFrame`, `ptype/o struct
+ * _typeobject` on their libpython3.X.so (3.7.16 3.8.18 3.9.18 3.10.13
+ * 3.11.7 3.12.1 3.13.0). coro_size is sizeof(PyCoroObject) up to 3.10,
+ * offsetof(cr_iframe) + offsetof(_PyInterpreterFrame, localsplus) from
+ * 3.11 (a coroutine is variable-size there); both equal
+ * types.CoroutineType.__basicsize__. The 3.13t row is the same from a
+ * free-threaded build of v3.13.15 (/opt/cpython-ft/3.13t, see
+ * pyoffsets_table.c): its 32-byte object header moves every offset.
+ * tests/unit/test_pyasyncio.sh re-derives every one from the DWARF.
+ */
+#define NO16	PYPERF_NO_FIELD
+/* minor size coro name  corosz code qual iframe tp_base (3.14+ only: 0 0) */
+static const struct pyasyncio_layout aio_37 = { 7, 136, 112, NO16, 104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_38 = { 8, 144, 112, 120,  104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_39 = { 9, 184, 152, 160,  104, 32,   56, NO16, 256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_310 = { 10, 192, 160, 168,  96,  24,   48, NO16, 256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_311 = { 11, 176, 136, 144,  152, 16,   40, 80,   256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_312 = { 12, 176, 136, 144,  144, NO16, 32, 72,   256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_313 = { 13, 144, 120, 128,  144, NO16, 32, 72,   256, 0, 0, .free_threaded = 0 };
+static const struct pyasyncio_layout aio_313t = { 13, 160, 136, 144,  160, NO16, 48, 88,   272, 0, 0, .free_threaded = 1 };
+#undef NO16
+
 /* GIL builds: PyObject is ob_refcnt, ob_type; PyVarObject adds ob_size. */
 #define GIL_ABI		.pyobject_size = 16, .ob_type = 8, .var_ob_size = 16
 /* Free-threaded builds (struct _object in Include/object.h under
@@ -158,9 +184,9 @@ static const struct py_debug_group dbg_315[] = {
  * ob_ref_shared (8), then ob_type. */
 #define FT_ABI		.pyobject_size = 32, .ob_type = 24, .var_ob_size = 32
 
-#define DWARF(m, lines, gil, entry, shim) \
+#define DWARF(m, lines, gil, entry, shim, ...) \
 	{ .minor = m, .line_kind = lines, .gil_kind = gil, .entry_kind = entry, \
-	  .owner_shim = shim, GIL_ABI }
+	  .owner_shim = shim, GIL_ABI, __VA_ARGS__ }
 
 /*
  * entry/owner_shim: enum _frameowner, Include/internal/pycore_frame.h at
@@ -184,32 +210,32 @@ static const struct py_debug_group dbg_315[] = {
  * (_PyFrame_GetBytecode, Include/internal/pycore_interpframe.h).
  */
 const struct py_row py_rows[] = {
-	DWARF(6, PY_LINES_LNOTAB, PY_GIL_SYMBOLS, PY_ENTRY_EVERY, 0),
-	DWARF(7, PY_LINES_LNOTAB, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0),
-	DWARF(8, PY_LINES_LNOTAB, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0),
-	DWARF(9, PY_LINES_LNOTAB, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0),
-	DWARF(10, PY_LINES_310, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0),
-	DWARF(11, PY_LINES_311, PY_GIL_RUNTIME, PY_ENTRY_FLAG, 0),
-	DWARF(12, PY_LINES_311, PY_GIL_INTERP, PY_ENTRY_SHIM, 3),
-	{ .minor = 13, .source = "_Py_DebugOffsets (3.13 layout)", .debug = dbg_313,
+	DWARF(6, PY_LINES_LNOTAB, PY_GIL_SYMBOLS, PY_ENTRY_EVERY, 0, .asyncio = NULL),
+	DWARF(7, PY_LINES_LNOTAB, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0, .asyncio = &aio_37),
+	DWARF(8, PY_LINES_LNOTAB, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0, .asyncio = &aio_38),
+	DWARF(9, PY_LINES_LNOTAB, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0, .asyncio = &aio_39),
+	DWARF(10, PY_LINES_310, PY_GIL_RUNTIME, PY_ENTRY_EVERY, 0, .asyncio = &aio_310),
+	DWARF(11, PY_LINES_311, PY_GIL_RUNTIME, PY_ENTRY_FLAG, 0, .asyncio = &aio_311),
+	DWARF(12, PY_LINES_311, PY_GIL_INTERP, PY_ENTRY_SHIM, 3, .asyncio = &aio_312),
+	{ .minor = 13, .asyncio = &aio_313, .source = "_Py_DebugOffsets (3.13 layout)", .debug = dbg_313,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .objects_from_table = 1, GIL_ABI },
-	{ .minor = 13, .free_threaded = 1, .debug = dbg_313,
+	{ .minor = 13, .free_threaded = 1, .asyncio = &aio_313t, .debug = dbg_313,
 	  .source = "_Py_DebugOffsets (3.13t layout, from headers at v3.13.0)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .objects_from_table = 1, FT_ABI },
-	{ .minor = 14, .source = "_Py_DebugOffsets (3.14 layout, from headers at v3.14.0)", .debug = dbg_314,
+	{ .asyncio_section = 1, .minor = 14, .source = "_Py_DebugOffsets (3.14 layout, from headers at v3.14.0)", .debug = dbg_314,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, GIL_ABI },
-	{ .minor = 14, .free_threaded = 1, .debug = dbg_314,
+	{ .asyncio_section = 1, .minor = 14, .free_threaded = 1, .debug = dbg_314,
 	  .source = "_Py_DebugOffsets (3.14t layout, from headers at v3.14.0)", .tlbc = 1, .str_interned_byte = 1,
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, FT_ABI },
-	{ .minor = 15, .source = "_Py_DebugOffsets (3.15 layout, from headers at v3.15.0rc1)", .debug = dbg_315,
+	{ .asyncio_section = 1, .minor = 15, .source = "_Py_DebugOffsets (3.15 layout, from headers at v3.15.0rc1)", .debug = dbg_315,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15, read with the 3.15 layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,
 	  .owner_shim = 3, .code_tag_mask = 3, .objects_from_table = 1, GIL_ABI },
-	{ .minor = 15, .free_threaded = 1, .debug = dbg_315,
+	{ .asyncio_section = 1, .minor = 15, .free_threaded = 1, .debug = dbg_315,
 	  .source = "_Py_DebugOffsets (3.15t layout, from headers at v3.15.0rc1)", .tlbc = 1, .str_interned_byte = 1,
 	  .guessed = "_Py_DebugOffsets (newer than 3.15t, read with the 3.15t layout)",
 	  .line_kind = PY_LINES_311, .gil_kind = PY_GIL_INTERP, .entry_kind = PY_ENTRY_SHIM,

@@ -176,6 +176,36 @@ struct py_object_offsets {
 	uint32_t tpflag_inline_values;	/* Py_TPFLAGS_INLINE_VALUES (3.13+), else 0 */
 };
 
+/*
+ * What the asyncio task labels read (src/python/pyasyncio.c): up to 3.13
+ * a row's table (pylayout_rows.c, from the DWARF of the pyenv builds;
+ * TaskObj: the _asyncio extension; PyCoroObject, _PyInterpreterFrame,
+ * PyTypeObject: libpython), from 3.14 each process's AsyncioDebug section
+ * (pyasyncio_debug.c). PYPERF_NO_FIELD for what the version lacks.
+ */
+struct pyasyncio_layout {
+	unsigned minor;		/* of the version read (3.14+: from the section) */
+	uint16_t task_size;	/* sizeof(TaskObj): _asyncio.Task's tp_basicsize */
+	uint16_t task_coro;	/* TaskObj.task_coro */
+	uint16_t task_name;	/* TaskObj.task_name (3.8+) */
+	uint16_t coro_size;	/* PyCoro_Type's tp_basicsize */
+	uint16_t cr_code;	/* PyCoroObject.cr_code (<=3.11) */
+	uint16_t cr_qualname;	/* PyCoroObject.cr_qualname */
+	uint16_t cr_iframe;	/* PyCoroObject.cr_iframe (3.11+): the frame */
+	uint16_t type_base;	/* PyTypeObject.tp_base */
+	/* 3.14+ only (src/python/pyasyncio_debug.c); 0 in the DWARF rows: */
+	uint16_t ts_task;	/* _PyThreadStateImpl.asyncio_running_task */
+	uint16_t type_basicsize;	/* PyTypeObject.tp_basicsize */
+	int free_threaded;	/* a Py_GIL_DISABLED build's row */
+};
+
+/* Where a layout's asyncio offsets come from. */
+enum py_asyncio_kind {
+	PY_ASYNCIO_NONE = 0,	/* no task labels (3.6) */
+	PY_ASYNCIO_TABLE,	/* py_layout.asyncio, from the row's table */
+	PY_ASYNCIO_SECTION,	/* each process's AsyncioDebug section (3.14+) */
+};
+
 struct py_layout {
 	uint32_t version_hex;		/* PY_VERSION_HEX of the table's source */
 	const char *source;		/* e.g. "3.11.7 libpython3.11.so DWARF" */
@@ -201,6 +231,8 @@ struct py_layout {
 	struct py_code_offsets code;
 	struct py_gil_offsets gil;
 	struct py_object_offsets obj;
+	uint8_t asyncio_kind;		/* enum py_asyncio_kind, from the row */
+	struct pyasyncio_layout asyncio;	/* PY_ASYNCIO_TABLE: the offsets */
 };
 
 /* The generated tables, one per minor version 3.6..3.15 and build

@@ -21,15 +21,6 @@
 #define PYTHREAD_NAME_MAX	64		/* bytes kept of a name, NUL included */
 #define PYTHREAD_TTL_NS		1000000000ull	/* a cached name is re-read after 1 s */
 
-/*
- * The object and GIL offsets for t (t->layout's, completed by
- * py_layout_choose()). Returns 0 when thread names can be read with *obj,
- * -1 when a needed field is missing (*obj and *gil are filled either way;
- * gil fields may be absent).
- */
-int pythread_offsets(const struct py_target *t, struct py_object_offsets *obj,
-		     struct py_gil_offsets *gil);
-
 struct pythread_cache;
 
 struct pythread_stats {
@@ -95,41 +86,10 @@ struct pythread_gil {
 /* 0 when at least one way to tell the holder was found. */
 int pythread_gil_locate(const struct py_target *t, struct pythread_gil *g);
 
-/*
- * The object readers thread names are built on, for other readers of
- * Python objects in a target (src/python/pyasyncio.c). What they learn
- * about one interpreter is kept by the caller in a struct pythread_seen,
- * zeroed before first use: the exact dict type (that of sys.modules) and
- * the exact str type (that of a key found by its bytes). Every read is
- * bounded as above; 0 or -1 means absent or unreadable.
- */
-struct pythread_seen {
-	uint64_t dict_type;
-	uint64_t str_type;
-};
-
-/* tstate->interp and tstate->thread_id (threading.get_ident()). 0 on
+/* tstate->interp and tstate->thread_id (threading.get_ident()), for other
+ * readers of a thread's Python objects (src/python/pyasyncio.c). 0 on
  * success. */
 int pythread_tstate_ident(const struct py_target *t, uint64_t tstate, uint64_t *interp,
 			  uint64_t *ident);
-
-/* sys.modules[module].__dict__[name] of the interpreter at interp, or 0. */
-uint64_t pythread_module_attr(const struct py_target *t, struct pythread_seen *seen,
-			      uint64_t interp, const char *module, const char *name);
-
-/* The live (key, value) pairs of the exact dict at dict, in insertion
- * order, at most max: how many, or -1 (unreadable, not a dict, or seen
- * has no dict type yet). */
-int pythread_dict_items(const struct py_target *t, const struct pythread_seen *seen,
-			uint64_t dict, uint64_t *keys, uint64_t *values, size_t max);
-
-/* obj.<name> for an attribute kept in the instance (its __dict__ or
- * managed/inline values), or 0. *hint (may be NULL) caches the key
- * object of name between calls. */
-uint64_t pythread_instance_attr(const struct py_target *t, struct pythread_seen *seen,
-				uint64_t obj, const char *name, uint64_t *hint);
-
-/* 1 when the object at obj is an int equal to value (0 <= value < 2**64). */
-int pythread_int_equals(const struct py_target *t, uint64_t obj, uint64_t value);
 
 #endif /* PYTHREAD_H */

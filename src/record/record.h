@@ -26,17 +26,18 @@
  *
  * Record payloads (str = u16 length + bytes):
  *   META    u64 sample_period, u64 frequency, u32 stack_bytes, u32 flags
- *           (1 hw cycles, 2 wall, 4 gil only), u32 symcache_entries,
+ *           (1 hw cycles, 2 wall, 4 gil only, 8 whole host), u32 symcache_entries,
  *           u32 threadcache_entries, i64 time_nanos, str event, str cmdline,
  *           u64 start_mono_ns (CLOCK_MONOTONIC at time_nanos; absent in
- *           recordings made before TICK existed)
+ *           recordings made before TICK existed), u32 run_id (the
+ *           profiler's pid, in its files' names; absent in older ones)
  *   TARGET  u32 pid, u64 start_time, u32 major, minor, micro, version_hex,
  *           u64 runtime_addr, interp_head_addr, gil_locked_addr,
  *           gil_holder_addr, gil_current_addr, str module, str comm,
  *           str cmdline, str container_id, then (absent in recordings made
  *           before it) the root its paths are in: u32 kind (0 ours, 1 a
  *           directory of ours, 2 another mount namespace's), u64 dev,
- *           u64 inode, str directory (src/target/proc_root.h)
+ *           u64 inode, str directory (src/memsource/proc_root.h)
  *   FORGET  u32 pid, u64 start_time (the target was forgotten: caches dropped)
  *   SAMPLE  the ring-buffer record, as is
  *   MEM     u32 pid, u64 addr, u64 seq, bytes (one successful read)
@@ -94,6 +95,7 @@ enum rec_type {
 #define REC_META_HW_CYCLES	1u
 #define REC_META_WALL		2u
 #define REC_META_GIL_ONLY	4u
+#define REC_META_HOST		8u	/* every Python process of the host */
 #define REC_MAX_STATS		PIPELINE_MAX_STATS
 
 struct rec_meta {
@@ -106,6 +108,9 @@ struct rec_meta {
 	char *cmdline;			/* the recorded invocation */
 	uint64_t start_mono_ns;		/* monotonic clock at the start */
 	int has_start_mono;		/* 0 in recordings older than TICK */
+	uint32_t run_id;		/* the recording profiler's pid: names its
+					 * files (src/output/output.h); 0 in older
+					 * recordings */
 };
 
 /* An older recording's profile write (WRITE); newer ones have TICKs. */

@@ -1,6 +1,6 @@
 /*
  * Recording (--record): the memory source of a recorded session wraps the
- * live one (src/target/target_src.h) and appends what passed through it,
+ * live one (src/memsource/target_src.h) and appends what passed through it,
  * plus the pipeline's events, to a zlib stream in the format of record.h.
  * It runs inside the sampling loop, so it writes each range, maps text and
  * file once and only again when it changed.
@@ -582,6 +582,7 @@ void record_meta(struct recorder *rec, const struct rec_meta *m)
 	rec_put_str(&b, m->event, sizeof(m->event));
 	rec_put_str(&b, m->cmdline, SIZE_MAX);
 	rec_put_u64(&b, m->start_mono_ns);
+	rec_put_u32(&b, m->run_id);
 	w_buf(rec, REC_META, &b);
 }
 

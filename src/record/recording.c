@@ -155,6 +155,8 @@ static int parse_meta(struct recording *r, const uint8_t *p, size_t n)
 		r->meta.start_mono_ns = rec_take_u64(&c);
 		r->meta.has_start_mono = 1;
 	}
+	if (c.n >= 4)
+		r->meta.run_id = rec_take_u32(&c);
 	free(r->meta.cmdline);
 	r->meta.cmdline = strndup((const char *)s, len);
 	return r->meta.cmdline ? 0 : -1;

@@ -261,6 +261,7 @@ static struct pipeline *setup(struct replayer *rp, int all_native)
 		.event = m->event, .sample_period = m->sample_period, .frequency = m->frequency,
 		.stack_bytes = m->stack_bytes, .all_native = all_native, .hw_cycles = !!(m->flags & REC_META_HW_CYCLES),
 		.wall = !!(m->flags & REC_META_WALL), .gil_only = !!(m->flags & REC_META_GIL_ONLY),
+		.host = !!(m->flags & REC_META_HOST),
 		.symcache_entries = m->symcache_entries,	/* 0: the defaults */
 		.threadcache_entries = m->threadcache_entries,
 		.cmdline = m->cmdline,
@@ -393,7 +394,7 @@ int replay_main(const struct config *cfg)
 	if (r->bad_records && !cfg->quiet)
 		fprintf(stderr, "pyperf-pprof: warning: %s: %" PRIu64 " malformed records skipped\n",
 			cfg->replay, r->bad_records);
-	if (output_init(&m.out, cfg, err, sizeof(err)) ||
+	if (output_init(&m.out, cfg, r->meta.run_id, err, sizeof(err)) ||
 	    rec_replay_begin(r, err, sizeof(err))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		rec_free(r);

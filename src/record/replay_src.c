@@ -198,7 +198,7 @@ static void rp_map_file(void *ctx, pid_t pid, const struct proc_map *m, char *bu
 	char key[PATH_MAX + 64];
 	long obj;
 
-	/* The paths live_map_file() (src/target/live_src.c) tries, in its order. */
+	/* The paths live_map_file() (src/memsource/live_src.c) tries, in its order. */
 	snprintf(key, sizeof(key), "/proc/%d/map_files/%llx-%llx", (int)pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
 	obj = rp_path_obj(rp, key);

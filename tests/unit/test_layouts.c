@@ -35,6 +35,7 @@
 #include "proc.h"
 #include "pyperf.h"
 #include "pysym.h"
+#include "pyobj.h"
 #include "pythread.h"
 #include "target_src.h"
 
@@ -1203,7 +1204,7 @@ static void test_tables(void)
 			 e->code.tuple_items >= r->var_ob_size + 8;
 
 		if (r && r->objects_from_table)
-			ok = ok && pythread_offsets(&t, &o, &g) == 0 &&
+			ok = ok && pyobj_offsets(&t, &o, &g) == 0 &&
 			     o.managed_kind == PY_MANAGED_INLINE && o.long_kind == PY_LONG_LV_TAG &&
 			     o.managed_dict == (e->free_threaded ? -8 : -24);
 		check(ok, "generated %s (3.%u%s): unique, its build's header (ob_type %u), objects %s",
@@ -1248,7 +1249,7 @@ static void test_table_not_mixed(struct program *p, const struct shape *s)
 	if (choose(p, s->file, s->hex, &l, err, sizeof(err)))
 		return;
 	t = (struct py_target){ .layout = l };
-	check(l.obj.dk_indices == PYPERF_NO_FIELD && pythread_offsets(&t, &o, &g) != 0 &&
+	check(l.obj.dk_indices == PYPERF_NO_FIELD && pyobj_offsets(&t, &o, &g) != 0 &&
 	      gen && gen->free_threaded == s->ft &&
 	      gen->obj.interp_modules != l.obj.interp_modules,
 	      "%s: no object offsets from the table (the entry disagrees; imports_modules %u,"

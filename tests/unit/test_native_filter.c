@@ -137,14 +137,20 @@ static void test_stacks(void)
 
 static void test_rules(void)
 {
-	const struct nf_rule *r = native_filter_rules();
-	size_t n = 0;
+	const struct nf_rule *r = pyfuncs_rules(), *su = native_filter_startup_rules();
+	size_t n = 0, nsu = 0;
 	char got[24];	/* a size_t in decimal */
 
 	for (; r[n].name; n++)
 		;
 	snprintf(got, sizeof(got), "%zu", n);
-	check_want("rule table is terminated and not empty", n > 10, got, "> 10");
+	check_want("CPython's rule table is terminated and not empty", n > 10, got, "> 10");
+	for (; su[nsu].name; nsu++)
+		;
+	snprintf(got, sizeof(got), "%zu", nsu);
+	check_want("start-up rule table is terminated and not empty", nsu >= 5, got, ">= 5");
+	check_want("libc start-up hidden outside the interpreter", native_filter_hides("__libc_start_main", 0),
+		   "kept", "hidden");
 	check_want("unnamed frame outside the interpreter kept", !native_filter_hides(NULL, 0), "hidden", "kept");
 	check_want("unnamed frame in the interpreter hidden", native_filter_hides("", 1), "kept", "hidden");
 	check_want("a kept prefix does not leak outside the interpreter scope",

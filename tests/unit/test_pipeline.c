@@ -117,7 +117,7 @@ static const struct pipeline_conf conf = {
 	.event = "cpu-clock", .frequency = 100, .cmdline = "pyperf-pprof --test",
 };
 
-static struct pipeline *make(struct run *r, int logged)
+static struct pipeline *make_conf(struct run *r, int logged, const struct pipeline_conf *c)
 {
 	struct pipeline_io io = { .write = write_cb, .find = find_cb, .ctx = r };
 
@@ -132,7 +132,12 @@ static struct pipeline *make(struct run *r, int logged)
 	r->target.minor = 11;
 	snprintf(r->target.module, sizeof(r->target.module), "/usr/bin/python3.11");
 	snprintf(r->target.comm, sizeof(r->target.comm), "python3.11");
-	return pipeline_new(&conf, &io);
+	return pipeline_new(c, &io);
+}
+
+static struct pipeline *make(struct run *r, int logged)
+{
+	return make_conf(r, logged, &conf);
 }
 
 static void sample(struct pipeline *p, struct run *r, uint64_t t)
@@ -208,6 +213,64 @@ static void live(struct run *r)
 	      "live: 11 events logged, the failed write's tick without rotation");
 }
 
+/* Is want in one of a written profile's comments? How many comments? */
+static int comment_count(const struct written *w, const char *want, size_t *n)
+{
+	Perftools__Profiles__Profile *m = perftools__profiles__profile__unpack(NULL, w->len, w->pb);
+	int found = 0;
+
+	*n = 0;
+	if (!m)
+		return 0;
+	for (size_t i = 0; i < m->n_comment; i++)
+		if ((size_t)m->comment[i] < m->n_string_table &&
+		    strstr(m->string_table[m->comment[i]], want))
+			found = 1;
+	*n = m->n_comment;
+	perftools__profiles__profile__free_unpacked(m, NULL);
+	return found;
+}
+
+/* Writes failing with a profile over the bound held (1 byte: any): each
+ * failed rotation drops what it holds, and the next profile written
+ * counts the drops (samples, intervals, from the first one's start to
+ * the last failed tick); the one after says nothing of them. */
+static void dropped(struct run *r)
+{
+	struct pipeline_conf c = conf;
+	struct pipeline *p;
+	int64_t w0 = 1700000000 * SEC;
+	uint64_t m0 = 5 * SEC;
+	char want[256];
+	size_t n;
+
+	c.hold_bytes = 1;
+	p = make_conf(r, 0, &c);
+	check(p != NULL, "drop: pipeline made");
+	if (!p)
+		return;
+	pipeline_start(p, w0, m0);
+	r->fail_write = 1;
+	sample(p, r, m0 + 100);
+	sample(p, r, m0 + 200);
+	check(tick(p, w0 + SEC, m0 + SEC, 0, 0) != 0, "drop: first write fails");
+	r->fail_write = 2;
+	sample(p, r, m0 + SEC + 100);
+	check(tick(p, w0 + 2 * SEC, m0 + 2 * SEC, 0, 0) != 0, "drop: second write fails");
+	sample(p, r, m0 + 2 * SEC + 100);
+	check(tick(p, w0 + 3 * SEC, m0 + 3 * SEC, 0, 0) == 0, "drop: third write works");
+	sample(p, r, m0 + 3 * SEC + 100);
+	check(tick(p, w0 + 4 * SEC, m0 + 4 * SEC, 0, 1) == 0, "drop: final write");
+	pipeline_free(p);
+	snprintf(want, sizeof(want), "dropped: 3 samples of 2 intervals from %lld to %lld (unix ns)",
+		 (long long)w0, (long long)(w0 + 2 * SEC));
+	check(r->nw == 2 && comment_count(&r->w[0], want, &n) && n == 4 &&
+	      comment_count(&r->w[0], "counters: samples=1 ", &n),
+	      "drop: the next profile counts 3 samples of 2 intervals dropped, holds its own 1");
+	check(r->nw == 2 && !comment_count(&r->w[1], "dropped", &n) && n == 3,
+	      "drop: the profile after it does not");
+}
+
 /* What replay does: the logged events, in order, to a fresh pipeline. */
 static void replayed(const struct run *live_run, struct run *r)
 {
@@ -242,6 +305,16 @@ int main(void)
 		return 1;
 	live(a);
 	replayed(a, b);
+	{
+		struct run *d = calloc(1, sizeof(*d));
+
+		if (!d)
+			return 1;
+		dropped(d);
+		for (int i = 0; i < MAX_WRITES; i++)
+			free(d->w[i].pb);
+		free(d);
+	}
 	/* The live run's failed write is written in replay (the disk is
 	 * fine now); it starts no interval there either. */
 	check(b->nw == 3 && b->w[0].wall_ns == a->w[0].wall_ns &&

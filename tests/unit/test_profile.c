@@ -526,12 +526,14 @@ static void test_many_samples(void)
 	struct profile_label l = { .key = "tid" };
 	uint64_t locs[3], stack[4];
 	struct profile *p = sample_profile(locs);
+	size_t bytes0, bytes1;
 	int rc = 0, i;
 
 	if (!p) {
 		check(0, "many samples: setup");
 		return;
 	}
+	bytes0 = profile_bytes(p);
 	for (i = 0; i < 200000; i++) {
 		stack[0] = locs[i % 3];
 		stack[1] = locs[(i / 3) % 3];
@@ -544,6 +546,12 @@ static void test_many_samples(void)
 	check(rc == 0 && profile_sample_count(p) == 81 * 500,
 	      "many samples: 200000 adds aggregate into %zu samples",
 	      profile_sample_count(p));
+	/* What the pipeline bounds a profile held over failed writes by:
+	 * each distinct sample holds at least its record, 4 stack ids, a
+	 * label and 2 values. */
+	bytes1 = profile_bytes(p);
+	check(bytes1 >= bytes0 + 81 * 500 * (4 * 8 + 2 * 8) && bytes1 < 64u << 20,
+	      "many samples: profile_bytes %zu -> %zu", bytes0, bytes1);
 	profile_free(p);
 }
 

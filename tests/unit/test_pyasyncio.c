@@ -25,6 +25,7 @@
 #include "check.h"
 #include "objcache.h"
 #include "pyasyncio.h"
+#include "pylayout.h"
 #include "pythread.h"
 #include "pyversion.h"
 
@@ -62,7 +63,8 @@ static int layout(const char *minor)
 {
 	char *end;
 	unsigned m = (unsigned)strtoul(minor, &end, 10);
-	const struct pyasyncio_layout *l = pyasyncio_layout_find(3, m, *end == 't');
+	const struct py_row *r = py_row_find(m, *end == 't');
+	const struct pyasyncio_layout *l = r ? r->asyncio : NULL;
 
 	if (!l) {
 		printf("FAIL no table row for 3.%s\n", minor);
@@ -197,7 +199,13 @@ static int refuse(long pid, unsigned minor)
 		return 1;
 	}
 	printf("# a 3.%u target read with the 3.%u table\n", t.minor, minor);
-	t.minor = minor;
+	/* The layout says which offsets are read, not the version number. */
+	if (!py_row_find(minor, 0) || !py_row_find(minor, 0)->asyncio) {
+		printf("FAIL no asyncio table for 3.%u\n", minor);
+		return 1;
+	}
+	t.layout.asyncio_kind = PY_ASYNCIO_TABLE;
+	t.layout.asyncio = *py_row_find(minor, 0)->asyncio;
 	n = tstates(&t, ts, ids, MAXTS);
 	for (int i = 0; i < n; i++) {
 		refused += pyasyncio_task(&t, ts[i], buf, sizeof(buf), &code) == -1;

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "objcache.h"
 #include "pyoffsets.h"
+#include "pyobj.h"
 #include "pythread.h"
 #include "pyversion.h"
 
@@ -270,7 +271,7 @@ static const char *name_by_ident(struct pythread_cache *c, const struct py_targe
 	struct py_object_offsets o;
 	struct py_gil_offsets g;
 
-	if (pythread_offsets(t, &o, &g) || o.ts_interp + 8u > sizeof(f->tstate) ||
+	if (pyobj_offsets(t, &o, &g) || o.ts_interp + 8u > sizeof(f->tstate) ||
 	    t->layout.walk.ts_thread_id + 8u > sizeof(f->tstate))
 		return NULL;
 	memset(f->tstate, 0, sizeof(f->tstate));
@@ -290,7 +291,7 @@ static int run_names(const struct py_target *t, const struct expect *ex)
 	int n, found = 0, reps = 200;
 
 	compare_debug_layout(t);
-	check(pythread_offsets(t, &o, &g) == 0, "object offsets complete for %u.%u (%s)",
+	check(pyobj_offsets(t, &o, &g) == 0, "object offsets complete for %u.%u (%s)",
 	      t->major, t->minor, t->layout.source);
 	n = tstates(t, ts, ids, MAXTS);
 	check(n >= NEXPECT, "%d thread states in the interpreter (expected >= %d)", n, NEXPECT);

@@ -22,7 +22,7 @@
  *   gcc -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables -Itests \
  *       -c tests/unit/unwind_nocfi.c -o /tmp/nocfi.o
  *   gcc -Wall -Wextra -O2 -g -Isrc -Ibpf -Itests tests/unit/test_unwind.c /tmp/nocfi.o \
- *       src/native/unwind.c src/native/nsym.c src/target/proc.c src/target/elffile.c \
+ *       src/native/unwind.c src/native/nsym.c src/memsource/proc.c src/memsource/elffile.c \
  *       $(pkg-config --cflags --libs libunwind-generic libelf zlib) -o /tmp/tu && /tmp/tu
  *
  * One "ok ..." / "FAIL ..." / "skip ..." line per check; exits 1 if any
@@ -358,7 +358,7 @@ static int unwind_and_name(struct unwind_ctx *u, struct nsym_ctx *ns,
 		struct nsym_result r;
 		uint64_t pc = i ? st->pcs[i] - 1 : st->pcs[i];
 
-		if (nsym_resolve(ns, LIVE, in->pid, pc, &r) == NSYM_OK)
+		if (nsym_resolve(ns, LIVE, in->pid, pc, 0, &r) == NSYM_OK)
 			snprintf(st->names[i], sizeof(st->names[i]), "%s", r.name);
 		else
 			snprintf(st->names[i], sizeof(st->names[i]), "[%s+0x%llx]",
@@ -585,7 +585,7 @@ static void test_jit_frame(const char *self)
 	snap_input(&t, &in);
 	unwind_and_name(u, ns, &in, &st);
 	print_stack("JIT frame", &st);
-	check(st.n > 1 && nsym_resolve(ns, LIVE, t.pid, st.pcs[0], &r) == NSYM_NO_FILE &&
+	check(st.n > 1 && nsym_resolve(ns, LIVE, t.pid, st.pcs[0], 0, &r) == NSYM_NO_FILE &&
 	      !strcmp(st.names[1], "jit_caller") && has_in_order(&st, tail) &&
 	      st.end == UNWIND_END_OUTERMOST,
 	      "JIT frame: anonymous leaf, then jit_caller ... main via its frame pointer");
@@ -684,7 +684,7 @@ static void test_deleted(const char *self)
 	unwind_and_name(u, ns, &in, &st);
 	check(starts_with(&st, top) && st.end == UNWIND_END_OUTERMOST,
 	      "deleted binary: unwound and named through /proc/PID/map_files");
-	nsym_resolve(ns, LIVE, t.pid, st.pcs[0], &r);
+	nsym_resolve(ns, LIVE, t.pid, st.pcs[0], 0, &r);
 	check(r.deleted && strcmp(r.path, copy) == 0 && r.build_id[0],
 	      "deleted binary: path %s, deleted flag, build-id %s", r.path, r.build_id);
 out:
@@ -756,7 +756,7 @@ static void check_symbol(struct nsym_ctx *ns, int pid, const char *path, struct 
 	}
 	pc = runtime_addr(pid, path, ef, value + (delta_div ? size / delta_div : 0));
 	elf_file_close(ef);
-	nsym_resolve(ns, LIVE, pid, pc, &r);
+	nsym_resolve(ns, LIVE, pid, pc, 0, &r);
 	check(pc && r.status == NSYM_OK && strcmp(r.name, want) == 0 &&
 	      r.file_vaddr == value + (delta_div ? size / delta_div : 0) &&
 	      strcmp(r.path, path) == 0,
@@ -784,7 +784,7 @@ static void test_py_symbols(struct target *t)
 	if (elf_file_build_id(ef, id, sizeof(id), &len) == 0)
 		for (size_t i = 0; i < len; i++)
 			snprintf(hex + 2 * i, 3, "%02x", id[i]);
-	nsym_resolve(ns, LIVE, t->pid, runtime_addr(t->pid, PYTHON, ef, 0x401000), &r);
+	nsym_resolve(ns, LIVE, t->pid, runtime_addr(t->pid, PYTHON, ef, 0x401000), 0, &r);
 	/* Stripped: symbols come from python3.11-dbg's file when installed. */
 	dbg = elf_file_open_debug(LIVE, ef, "", PYTHON);
 	check(strcmp(r.build_id, hex) == 0 && r.map_limit > r.map_start &&
@@ -800,8 +800,8 @@ static void test_py_symbols(struct target *t)
 	} else {
 		check_skip("clone symbols: libc debug file not installed");
 	}
-	check(nsym_resolve(ns, LIVE, t->pid, 0x10, &r) == NSYM_NO_MAPPING, "nsym: pc 0x10 unmapped");
-	check(nsym_resolve(ns, LIVE, t->pid, t->s->regs[UNWIND_REG_RSP], &r) == NSYM_NO_FILE &&
+	check(nsym_resolve(ns, LIVE, t->pid, 0x10, 0, &r) == NSYM_NO_MAPPING, "nsym: pc 0x10 unmapped");
+	check(nsym_resolve(ns, LIVE, t->pid, t->s->regs[UNWIND_REG_RSP], 0, &r) == NSYM_NO_FILE &&
 	      strcmp(r.path, "[stack]") == 0, "nsym: a stack address has no file");
 out:
 	elf_file_close(ef);
@@ -822,8 +822,8 @@ static void test_py_budget(struct target *t, const struct stack *want)
 		struct nsym_result a, b;
 		uint64_t pc = want->pcs[i] - !!i;
 
-		nsym_resolve(ns, LIVE, t->pid, pc, &a);
-		nsym_resolve(big, LIVE, t->pid, pc, &b);
+		nsym_resolve(ns, LIVE, t->pid, pc, 0, &a);
+		nsym_resolve(big, LIVE, t->pid, pc, 0, &b);
 		same &= a.status == b.status && (!a.name || !strcmp(a.name, b.name));
 		same &= st->obj_loads - st->obj_evictions <= 1;
 	}
@@ -837,6 +837,14 @@ static void test_py_budget(struct target *t, const struct stack *want)
 }
 
 /* Maps are re-read when a pc misses them, at most once per 20 ms. */
+static uint64_t mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void test_refresh(const char *self)
 {
 	struct objcache *oc = objcache_new(NULL);
@@ -844,10 +852,10 @@ static void test_refresh(const char *self)
 	const struct objcache_stats *s = objcache_get_stats(oc);
 	struct nsym_result r;
 	int fd = open(self, O_RDONLY);
-	void *map;
+	void *map, *map2;
 	uint64_t reads;
 
-	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)chain_a, &r);
+	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)chain_a, 0, &r);
 	usleep(30000);
 	map = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
 	if (map == MAP_FAILED) {
@@ -855,12 +863,26 @@ static void test_refresh(const char *self)
 		goto out;
 	}
 	reads = s->maps_reads;
-	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)map + 16, &r);
+	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)map + 16, 0, &r);
 	check(s->maps_reads == reads + 1 && r.status != NSYM_NO_MAPPING && !strcmp(r.path, self),
 	      "nsym: a new mapping is found by re-reading the maps");
-	nsym_resolve(ns, LIVE, getpid(), 0x10, &r);
+	nsym_resolve(ns, LIVE, getpid(), 0x10, 0, &r);
 	check(s->maps_reads == reads + 1 && r.status == NSYM_NO_MAPPING,
 	      "nsym: an unmapped pc right after does not re-read them");
+	/* A pc the target ran after the last read is worth a read whatever
+	 * the throttle (a mapping made since); one seen before it is not. */
+	map2 = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map2 == MAP_FAILED) {
+		check(0, "map %s again", self);
+		goto out;
+	}
+	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)map2 + 16, 1, &r);
+	check(s->maps_reads == reads + 1 && r.status == NSYM_NO_MAPPING,
+	      "nsym: a miss seen before the last read (seen_ns 1) stays throttled");
+	nsym_resolve(ns, LIVE, getpid(), (uint64_t)(uintptr_t)map2 + 16, mono_now_ns(), &r);
+	check(s->maps_reads == reads + 2 && r.status != NSYM_NO_MAPPING && !strcmp(r.path, self),
+	      "nsym: a miss seen after the last read re-reads the maps at once");
+	munmap(map2, 4096);
 	munmap(map, 4096);
 out:
 	if (fd >= 0)
@@ -886,7 +908,7 @@ static void bench(struct target *t)
 	unwind_stack(u, &in, st.pcs, MAX_NAMES, &st.n);
 	t1 = now_s();
 	for (size_t i = 0; i < st.n; i++)
-		nsym_resolve(ns, LIVE, in.pid, st.pcs[i] - !!i, &r);
+		nsym_resolve(ns, LIVE, in.pid, st.pcs[i] - !!i, 0, &r);
 	t2 = now_s();
 	printf("bench cold: first unwind %.0f us (%zu frames), first symbolization %.0f us\n",
 	       (t1 - t0) * 1e6, st.n, (t2 - t1) * 1e6);
@@ -896,7 +918,7 @@ static void bench(struct target *t)
 	t1 = now_s();
 	for (int k = 0; k < rounds * 10; k++)
 		for (size_t i = 0; i < st.n; i++, lookups++)
-			nsym_resolve(ns, LIVE, in.pid, st.pcs[i] - !!i, &r);
+			nsym_resolve(ns, LIVE, in.pid, st.pcs[i] - !!i, 0, &r);
 	t2 = now_s();
 	printf("bench warm: unwind %.2f us per stack (%zu frames), nsym_resolve %.0f ns per address\n",
 	       (t1 - t0) * 1e6 / rounds, st.n, (t2 - t1) * 1e9 / (double)lookups);

@@ -3,7 +3,7 @@
  * files and the files it maps. A reader never opens or reads a target by
  * itself: it gets a source with the target it works on (py_target.src,
  * unwind_input.src, nsym_resolve's argument). Sources: the live system
- * (target_src_live(), src/target/live_src.c), a recording of it that wraps
+ * (target_src_live(), src/memsource/live_src.c), a recording of it that wraps
  * the live one (record_src(), src/record/recorder.c), a replay serving a
  * recording (rec_replay_src(), src/record/replay_src.c), or a test's fake.
  */

@@ -1,0 +1,585 @@
+/*
+ * Python objects of a target, read from user space by the layout's object
+ * offsets: dicts, instance attributes, short str and int objects.
+ *
+ * Dicts are read as CPython lays them out (3.6+ compact dicts): a keys
+ * object with an index table followed by dk_nentries entries in insertion
+ * order; deleted entries have a NULL key or value. Lookups scan the
+ * entries rather than hash (str hashes are randomised per process): a
+ * str key is compared by its bytes, once, then by the address of the
+ * interned key object; an int key by its hash, which for 0 <= n < 2**61-1
+ * is n itself, then by its digits.
+ *
+ * Instance attributes (the Thread's "_name") live in:
+ *   <=3.10  the dict at obj + tp_dictoffset, combined or split (split:
+ *           keys shared with the class, values in ma_values[i]);
+ *   3.11    if the type has Py_TPFLAGS_MANAGED_DICT: a PyDictValues * at
+ *           obj - 32 (values[i] for the class's ht_cached_keys entry i),
+ *           or when that is NULL the dict at obj - 24;
+ *   3.12    the word at obj - 24 is the dict, or the PyDictValues * - 1
+ *           (low bit set);
+ *   3.13    with Py_TPFLAGS_INLINE_VALUES the PyDictValues is inline at
+ *           obj + tp_basicsize and used while its "valid" byte is set,
+ *           else the dict at obj - 24.
+ * (CPython's own order: _PyObject_GenericGetAttrWithDict of each version.)
+ */
+#define _GNU_SOURCE
+#include "pyobj.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "pysym.h"
+
+#define NO16		PYPERF_NO_FIELD
+#define MAX_ENTRIES	(1u << 15)	/* dict entries read, at most */
+#define STR_BATCH	64		/* keys compared per process_vm_readv */
+#define KEY_MAX		32		/* longest key name looked up */
+#define HDR_MAX		64		/* bytes of a dict keys header */
+#define PREFETCH	1024		/* keys object bytes read at once */
+#define STR_FAST	128		/* str object bytes read at once */
+
+/* ---- offsets --------------------------------------------------------- */
+
+#define OU16(m) offsetof(struct py_object_offsets, m)
+
+static uint16_t get16(const void *s, size_t off)
+{
+	uint16_t v;
+
+	memcpy(&v, (const uint8_t *)s + off, sizeof(v));
+	return v;
+}
+
+static int obj_usable(const struct py_object_offsets *o)
+{
+	static const size_t always[] = {
+		OU16(ts_interp), OU16(interp_modules), OU16(module_dict), OU16(type_flags),
+		OU16(type_basicsize), OU16(type_dictoffset), OU16(heaptype_cached_keys),
+		OU16(dict_keys), OU16(dict_values), OU16(dk_nentries), OU16(dk_indices),
+		OU16(entry_size), OU16(entry_hash), OU16(entry_key), OU16(entry_value),
+		OU16(long_size), OU16(long_digit),
+	};
+	static const size_t v311[] = {
+		OU16(dk_log2_size), OU16(dk_log2_index_bytes), OU16(dk_kind),
+		OU16(dk_kind_general), OU16(uentry_size), OU16(uentry_key),
+		OU16(uentry_value), OU16(values_values),
+	};
+
+	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+		if (get16(o, always[i]) == NO16)
+			return 0;
+	if (o->managed_kind == PY_MANAGED_UNKNOWN || o->long_kind == PY_LONG_UNKNOWN)
+		return 0;
+	if (o->dk_size == NO16) {	/* 3.11+ keys */
+		for (size_t i = 0; i < sizeof(v311) / sizeof(v311[0]); i++)
+			if (get16(o, v311[i]) == NO16)
+				return 0;
+	}
+	if (o->managed_kind == PY_MANAGED_INLINE && o->values_valid == NO16)
+		return 0;
+	/* keys_view() reads the keys header, up to dk_indices, into a
+	 * buffer of HDR_MAX bytes. */
+	if (o->dk_indices > HDR_MAX || o->dk_nentries + 8u > o->dk_indices ||
+	    (o->dk_size != NO16 && o->dk_size + 8u > o->dk_indices) ||
+	    (o->dk_size == NO16 && (o->dk_log2_size >= o->dk_indices ||
+				    o->dk_kind >= o->dk_indices ||
+				    o->dk_log2_index_bytes >= o->dk_indices)) ||
+	    o->entry_size > 64 || o->entry_size < 16 || o->entry_hash > o->entry_size - 8 ||
+	    o->entry_key > o->entry_size - 8 || o->entry_value > o->entry_size - 8)
+		return 0;
+	if (o->dk_size == NO16 && (o->uentry_size > 64 || o->uentry_size < 16 ||
+				   o->uentry_key > o->uentry_size - 8 ||
+				   o->uentry_value > o->uentry_size - 8))
+		return 0;
+	return 1;
+}
+
+int pyobj_offsets(const struct py_target *t, struct py_object_offsets *obj,
+		     struct py_gil_offsets *gil)
+{
+	*obj = t->layout.obj;
+	*gil = t->layout.gil;
+	return obj_usable(obj) ? 0 : -1;
+}
+
+int pyobj_ctx_init(struct pyobj_ctx *c, const struct py_target *t)
+{
+	struct py_gil_offsets g;
+
+	c->t = t;
+	c->pid = t->pid;
+	return pyobj_offsets(t, &c->o, &g);
+}
+
+/* ---- dicts ----------------------------------------------------------- */
+
+void pyobj_dview_free(struct pyobj_dview *v)
+{
+	free(v->ent);
+	v->ent = NULL;
+}
+
+/* Reads a PyDictKeysObject and its entries. A small one (a class's
+ * shared keys, _active) takes one read: PREFETCH bytes are read first,
+ * beyond the object if it is smaller (harmless: only its own bytes are
+ * used), else the header alone when that read fails. */
+static int keys_view(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dview *v)
+{
+	const struct py_object_offsets *o = &c->o;
+	uint8_t pre[PREFETCH];
+	const uint8_t *hdr = pre;
+	size_t have = sizeof(pre);
+	uint64_t size, idx_bytes, off;
+	int64_t n;
+
+	memset(v, 0, sizeof(*v));
+	if (!keys || (keys & 7))
+		return -1;
+	if (py_read(c->t, keys, pre, have)) {
+		have = o->dk_indices;
+		if (py_read(c->t, keys, pre, have))
+			return -1;
+	}
+	if (o->dk_size != NO16) {		/* <=3.10: dk_size, index width by size */
+		size = py_ld64(hdr + o->dk_size);
+		if (size < 8 || size > (1u << 30) || (size & (size - 1)))
+			return -1;
+		idx_bytes = size * (size <= 0xff ? 1 : size <= 0xffff ? 2 : 4);
+		v->esize = o->entry_size;
+		v->ekey = o->entry_key;
+		v->evalue = o->entry_value;
+		v->ehash = o->entry_hash;
+	} else {			/* 3.11+: log2 sizes and the entry kind */
+		unsigned lg = hdr[o->dk_log2_size], lgi = hdr[o->dk_log2_index_bytes];
+		unsigned w = lg < 8 ? 0 : lg < 16 ? 1 : lg < 32 ? 2 : 3;
+
+		if (lg < 3 || lg > 30 || lgi != lg + w)
+			return -1;
+		size = 1ull << lg;
+		idx_bytes = 1ull << lgi;
+		if (hdr[o->dk_kind] == o->dk_kind_general) {
+			v->esize = o->entry_size;
+			v->ekey = o->entry_key;
+			v->evalue = o->entry_value;
+			v->ehash = o->entry_hash;
+		} else {
+			v->esize = o->uentry_size;
+			v->ekey = o->uentry_key;
+			v->evalue = o->uentry_value;
+			v->ehash = NO16;
+		}
+	}
+	n = (int64_t)py_ld64(hdr + o->dk_nentries);
+	if (n < 0 || (uint64_t)n > size || (uint64_t)n > MAX_ENTRIES)
+		return -1;
+	v->nentries = (uint64_t)n;
+	off = o->dk_indices + idx_bytes;
+	v->entries = keys + off;
+	v->ent = malloc(n ? (size_t)n * v->esize : 1);
+	if (!v->ent)
+		return -1;
+	if (off + (uint64_t)n * v->esize <= have)
+		memcpy(v->ent, pre + off, (size_t)n * v->esize);
+	else if (py_read(c->t, v->entries, v->ent, (size_t)n * v->esize)) {
+		pyobj_dview_free(v);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads a dict object: its keys, entries and (split) value array; and
+ * its type when type is not NULL. */
+int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview *v, uint64_t *type)
+{
+	const struct py_object_offsets *o = &c->o;
+	uint16_t ob_type = c->t->layout.code.ob_type;
+	uint16_t end = o->dict_keys > o->dict_values ? o->dict_keys : o->dict_values;
+	uint8_t d[HDR_MAX];
+	uint64_t keys, values;
+
+	memset(v, 0, sizeof(*v));
+	/* ob_type, ma_keys and ma_values in one read (obj_usable() bounds
+	 * them). */
+	end = (end > ob_type ? end : ob_type) + 8;
+	if (!dict || (dict & 7) || end > sizeof(d) || py_read(c->t, dict, d, end))
+		return -1;
+	if (type)
+		*type = py_ld64(d + ob_type);
+	keys = py_ld64(d + o->dict_keys);
+	values = py_ld64(d + o->dict_values);
+	if (values & 7)
+		return -1;
+	if (keys_view(c, keys, v))
+		return -1;
+	if (values)
+		v->values = values + (o->values_values == NO16 ? 0 : o->values_values);
+	return 0;
+}
+
+uint64_t pyobj_ent_key(const struct pyobj_dview *v, uint64_t i)
+{
+	return py_ld64(v->ent + i * v->esize + v->ekey);
+}
+
+/* Value of entry i; 0 when absent or unreadable. */
+uint64_t pyobj_ent_value(const struct pyobj_ctx *c, const struct pyobj_dview *v, uint64_t i)
+{
+	uint64_t val;
+
+	if (!pyobj_ent_key(v, i))
+		return 0;
+	if (v->values)
+		return py_read_ptr(c->t, v->values + i * 8);
+	val = py_ld64(v->ent + i * v->esize + v->evalue);
+	return val & 7 ? 0 : val;
+}
+
+/* Is the object read into buf (n bytes) the compact ASCII str s? */
+static int str_matches(const struct pyobj_ctx *c, const uint8_t *buf, const char *s, size_t n)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+	uint32_t state;
+	uint64_t len;
+
+	memcpy(&state, buf + co->unicode_state, sizeof(state));
+	memcpy(&len, buf + co->unicode_length, sizeof(len));
+	return py_str_kind(co, state) == 1 && py_str_compact(co, state) &&
+	       py_str_ascii(co, state) &&
+	       len == n && memcmp(buf + co->unicode_ascii_size, s, n) == 0;
+}
+
+/*
+ * Index of the entry whose key is the str s, or -1. Keys equal to *hint
+ * (a key object known to be s) match at once; otherwise the keys are read,
+ * STR_BATCH per system call, and the one found becomes *hint, its type
+ * *str_type (an interned key is an exact str).
+ */
+static long find_str(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
+		     uint64_t *hint, uint64_t *str_type)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+	size_t n = strlen(s), need = co->unicode_ascii_size + n;
+	uint8_t buf[STR_BATCH][HDR_MAX + KEY_MAX];
+	struct iovec local[STR_BATCH], remote[STR_BATCH];
+	uint64_t idx[STR_BATCH];
+	uint64_t i = 0;
+
+	if (n > KEY_MAX || co->unicode_ascii_size > HDR_MAX ||
+	    co->unicode_state + 4u > co->unicode_ascii_size ||
+	    co->unicode_length + 8u > co->unicode_ascii_size)
+		return -1;
+	if (hint && *hint)
+		for (uint64_t k = 0; k < v->nentries; k++)
+			if (pyobj_ent_key(v, k) == *hint)
+				return (long)k;
+	while (i < v->nentries) {
+		size_t m = 0;
+		ssize_t got;
+
+		for (; i < v->nentries && m < STR_BATCH; i++) {
+			uint64_t key = pyobj_ent_key(v, i);
+
+			if (!key || (key & 7) || (hint && key == *hint))
+				continue;
+			local[m].iov_base = buf[m];
+			local[m].iov_len = need;
+			remote[m].iov_base = (void *)(uintptr_t)key;
+			remote[m].iov_len = need;
+			idx[m++] = i;
+		}
+		if (!m)
+			break;
+		got = target_readv(c->t->src, c->pid, local, m, remote, m);
+		for (size_t k = 0; k < m; k++) {
+			if (got < (ssize_t)((k + 1) * need)) {
+				/* The read stopped at key k (unreadable): go
+				 * on after it. */
+				i = idx[k] + 1;
+				break;
+			}
+			if (str_matches(c, buf[k], s, n)) {
+				uint64_t key = pyobj_ent_key(v, idx[k]);
+
+				if (hint)
+					*hint = key;
+				if (str_type)
+					*str_type = py_read_ptr(c->t, key + co->ob_type);
+				return (long)idx[k];
+			}
+		}
+	}
+	return -1;
+}
+
+/* Value of d[s] for a str key s; 0 when absent. */
+uint64_t pyobj_dict_get_str(const struct pyobj_ctx *c, uint64_t dict, const char *s,
+			     uint64_t *hint, uint64_t *str_type)
+{
+	struct pyobj_dview v;
+	uint64_t val = 0;
+	long i;
+
+	if (pyobj_dict_view(c, dict, &v, NULL))
+		return 0;
+	i = find_str(c, &v, s, hint, str_type);
+	if (i >= 0)
+		val = pyobj_ent_value(c, &v, (uint64_t)i);
+	pyobj_dview_free(&v);
+	return val;
+}
+
+/* Is the int object at key equal to ident (a C unsigned long)? */
+int pyobj_long_equals(const struct pyobj_ctx *c, uint64_t key, uint64_t ident)
+{
+	const struct py_object_offsets *o = &c->o;
+	uint32_t digit[3];
+	uint64_t word, nd, val = 0;
+	unsigned have = 0;		/* digits already read */
+	uint8_t b[16];
+
+	/* The size word and two digits (60 bits: any pthread_t seen in
+	 * practice) in one read; every int object is at least this big. */
+	if (o->long_digit == o->long_size + 8u && py_read(c->t, key + o->long_size, b, 16) == 0) {
+		memcpy(&word, b, 8);
+		memcpy(digit, b + 8, 8);
+		have = 2;
+	} else if (py_read_u64(c->t, key + o->long_size, &word)) {
+		return 0;
+	}
+	if (o->long_kind == PY_LONG_OB_SIZE) {
+		if ((int64_t)word < 0)
+			return 0;	/* negative */
+		nd = word;
+	} else {
+		if ((word & 3) == 2)
+			return 0;	/* negative */
+		nd = (word & 3) == 1 ? 0 : word >> 3;
+	}
+	if (nd > 3 || (nd > have && py_read(c->t, key + o->long_digit, digit, nd * 4)))
+		return 0;
+	for (uint64_t k = 0; k < nd; k++) {
+		if (digit[k] >> 30)
+			return 0;	/* not a 30-bit digit: not an int */
+		if (k == 2 && digit[k] >> 4)
+			return 0;	/* beyond 64 bits */
+		val |= (uint64_t)digit[k] << (30 * k);
+	}
+	return val == ident;
+}
+
+/* ---- attributes and short strings -------------------------------------- */
+
+/* Value of the shared-keys entry s in a values array (managed/inline). */
+static uint64_t values_get(const struct pyobj_ctx *c, struct py_seen *seen, uint64_t keys,
+			   uint64_t values, const char *s, uint64_t *hint)
+{
+	struct pyobj_dview v;
+	uint64_t val = 0;
+	long i;
+
+	if (!keys || keys_view(c, keys, &v))
+		return 0;
+	i = find_str(c, &v, s, hint, &seen->str_type);
+	if (i >= 0)
+		val = py_read_ptr(c->t, values + c->o.values_values + (uint64_t)i * 8);
+	pyobj_dview_free(&v);
+	return val;
+}
+
+/* What instance_attr() needs of a type, read at once when it can be. */
+struct type_info {
+	uint64_t flags, cached_keys;
+	int64_t dictoffset, basicsize;
+};
+
+static int read_type(const struct pyobj_ctx *c, uint64_t type, struct type_info *ti)
+{
+	const struct py_object_offsets *o = &c->o;
+	const uint16_t f[4] = { o->type_flags, o->type_dictoffset, o->type_basicsize,
+				o->heaptype_cached_keys };
+	uint64_t *dst[4] = { &ti->flags, (uint64_t *)&ti->dictoffset,
+			     (uint64_t *)&ti->basicsize, &ti->cached_keys };
+	uint8_t buf[PREFETCH];
+	uint16_t lo = f[0], hi = f[0];
+
+	for (int i = 1; i < 4; i++) {
+		lo = f[i] < lo ? f[i] : lo;
+		hi = f[i] > hi ? f[i] : hi;
+	}
+	/* A heap type (every class) is bigger than its ht_cached_keys. */
+	if (hi + 8u - lo <= sizeof(buf) && py_read(c->t, type + lo, buf, hi + 8u - lo) == 0) {
+		for (int i = 0; i < 4; i++)
+			memcpy(dst[i], buf + f[i] - lo, 8);
+		return 0;
+	}
+	for (int i = 0; i < 3; i++)
+		if (py_read_u64(c->t, type + f[i], dst[i]))
+			return -1;
+	ti->cached_keys = 0;	/* read below, where needed */
+	return 0;
+}
+
+/* obj.<s> for an attribute kept in the instance; 0 when absent. */
+uint64_t pyobj_instance_attr(const struct pyobj_ctx *c, struct py_seen *seen, uint64_t obj,
+			      const char *s, uint64_t *hint)
+{
+	const struct py_object_offsets *o = &c->o;
+	const uint16_t ob_type = c->t->layout.code.ob_type;
+	int64_t lo = 0;
+	uint8_t pre[64];
+	uint64_t type, dict = 0, w;
+	struct type_info ti;
+
+	/* The managed dict/values words sit just before the object: read
+	 * them with ob_type. */
+	if (o->managed_kind != PY_MANAGED_NONE) {
+		lo = o->managed_dict < lo ? o->managed_dict : lo;
+		lo = o->managed_values < lo ? o->managed_values : lo;
+	}
+	if (!obj || (obj & 7) || lo < -32 || ob_type > 40 ||
+	    py_read(c->t, obj + (uint64_t)lo, pre, (size_t)(ob_type + 8 - lo)))
+		return 0;
+	memcpy(&type, pre + ob_type - lo, 8);
+	if (!type || (type & 7) || read_type(c, type, &ti))
+		return 0;
+	if (!ti.cached_keys && o->managed_kind != PY_MANAGED_NONE)
+		ti.cached_keys = py_read_ptr(c->t, type + o->heaptype_cached_keys);
+	if (o->tpflag_managed_dict && (ti.flags & o->tpflag_managed_dict)) {
+		memcpy(&w, pre + (o->managed_dict - lo), 8);
+		switch (o->managed_kind) {
+		case PY_MANAGED_VALUES_PTR: {
+			uint64_t values;
+
+			memcpy(&values, pre + (o->managed_values - lo), 8);
+			if (values)
+				return values & 7 ? 0 :
+				       values_get(c, seen, ti.cached_keys, values, s, hint);
+			dict = w;
+			break;
+		}
+		case PY_MANAGED_TAGGED:
+			if (w & 1)
+				return values_get(c, seen, ti.cached_keys, w + 1, s, hint);
+			dict = w;
+			break;
+		case PY_MANAGED_INLINE:
+			if (o->tpflag_inline_values && (ti.flags & o->tpflag_inline_values)) {
+				uint64_t values = obj + (uint64_t)ti.basicsize;
+				uint8_t valid = 0;
+
+				if (ti.basicsize < 16 || ti.basicsize > 4096 ||
+				    py_read(c->t, values + o->values_valid, &valid, 1))
+					return 0;
+				if (valid)
+					return values_get(c, seen, ti.cached_keys, values, s, hint);
+			}
+			dict = w;
+			break;
+		default:
+			return 0;
+		}
+	} else if (ti.dictoffset > 0 && ti.dictoffset < 4096) {
+		dict = py_read_ptr(c->t, obj + (uint64_t)ti.dictoffset);
+	}
+	/* dictoffset < 0 (variable-size objects): not a Thread; unsupported. */
+	return dict && !(dict & 7) ? pyobj_dict_get_str(c, dict, s, hint, &seen->str_type) : 0;
+}
+
+/*
+ * Reads the str at addr into buf: one read for a short ASCII string of the
+ * exact str type (a thread name), else pysym_read_str(). 0 on success.
+ */
+int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, uint64_t addr,
+		     char *buf, size_t len)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+	uint8_t b[STR_FAST];
+	uint64_t type, n;
+	uint32_t state;
+
+	if (co->unicode_ascii_size >= sizeof(b) || co->ob_type + 8u > co->unicode_ascii_size)
+		return -1;
+	if (py_read(c->t, addr, b, sizeof(b)) == 0) {
+		memcpy(&type, b + co->ob_type, 8);
+		if (type != seen->str_type)
+			return -1;	/* not an exact str */
+		memcpy(&state, b + co->unicode_state, 4);
+		memcpy(&n, b + co->unicode_length, 8);
+		if (py_str_kind(co, state) == 1 && py_str_compact(co, state) &&
+		    py_str_ascii(co, state) &&
+		    n < sizeof(b) - co->unicode_ascii_size && n < len) {
+			memcpy(buf, b + co->unicode_ascii_size, n);
+			buf[n] = '\0';
+			return 0;
+		}
+	} else if (py_read_ptr(c->t, addr + co->ob_type) != seen->str_type) {
+		return -1;
+	}
+	return pysym_read_str(c->t, addr, buf, len);
+}
+
+/* ---- by target, for other readers (pyasyncio.c) ------------------------ */
+
+uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
+			      uint64_t interp, const char *module, const char *name)
+{
+	struct pyobj_ctx c;
+	uint64_t modules, mod, mdict;
+
+	if (pyobj_ctx_init(&c, t) || !interp)
+		return 0;
+	modules = py_read_ptr(c.t, interp + c.o.interp_modules);
+	if (!modules)
+		return 0;
+	seen->dict_type = py_read_ptr(c.t, modules + t->layout.code.ob_type);
+	mod = pyobj_dict_get_str(&c, modules, module, NULL, &seen->str_type);
+	mdict = mod ? py_read_ptr(c.t, mod + c.o.module_dict) : 0;
+	return mdict ? pyobj_dict_get_str(&c, mdict, name, NULL, NULL) : 0;
+}
+
+int pyobj_dict_items(const struct py_target *t, const struct py_seen *seen,
+			uint64_t dict, uint64_t *keys, uint64_t *values, size_t max)
+{
+	struct pyobj_dview v;
+	struct pyobj_ctx c;
+	uint64_t type = 0;
+	size_t n = 0;
+
+	if (pyobj_ctx_init(&c, t) || !seen->dict_type || pyobj_dict_view(&c, dict, &v, &type))
+		return -1;
+	if (type != seen->dict_type) {
+		pyobj_dview_free(&v);
+		return -1;
+	}
+	for (uint64_t i = 0; i < v.nentries && n < max; i++) {
+		uint64_t value = pyobj_ent_value(&c, &v, i);
+
+		if (!value)
+			continue;
+		keys[n] = pyobj_ent_key(&v, i);
+		values[n++] = value;
+	}
+	pyobj_dview_free(&v);
+	return (int)n;
+}
+
+uint64_t pyobj_attr(const struct py_target *t, struct py_seen *seen,
+				uint64_t obj, const char *name, uint64_t *hint)
+{
+	struct pyobj_ctx c;
+
+	if (pyobj_ctx_init(&c, t))
+		return 0;
+	return pyobj_instance_attr(&c, seen, obj, name, hint);
+}
+
+int pyobj_int_equals(const struct py_target *t, uint64_t obj, uint64_t value)
+{
+	struct pyobj_ctx c;
+
+	if (pyobj_ctx_init(&c, t) || !obj || (obj & 7))
+		return 0;
+	return pyobj_long_equals(&c, obj, value);
+}

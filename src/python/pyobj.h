@@ -1,0 +1,103 @@
+/*
+ * Python objects of a target read from user space (dicts, instance
+ * attributes, short str and int objects), for the readers of thread names
+ * (pythread.c) and asyncio tasks (pyasyncio.c). Every read is bounded and
+ * checked; 0 or -1 means absent or unreadable.
+ */
+#ifndef PYOBJ_H
+#define PYOBJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyoffsets.h"
+#include "pyread.h"
+#include "pyversion.h"
+
+/*
+ * The object and GIL offsets for t (t->layout's, completed by
+ * py_layout_choose()). 0 when objects can be read with *obj, -1 when a
+ * needed field is missing (*obj and *gil are filled either way; gil
+ * fields may be absent).
+ */
+int pyobj_offsets(const struct py_target *t, struct py_object_offsets *obj,
+		  struct py_gil_offsets *gil);
+
+/* One target with its object offsets. */
+struct pyobj_ctx {
+	const struct py_target *t;
+	struct py_object_offsets o;
+	pid_t pid;
+};
+
+/* 0 when t's objects can be read (pyobj_offsets()). */
+int pyobj_ctx_init(struct pyobj_ctx *c, const struct py_target *t);
+
+/*
+ * What readers learn about one interpreter and keep, zeroed before first
+ * use: the exact dict type (that of sys.modules) and the exact str type
+ * (that of a key found by its bytes).
+ */
+struct py_seen {
+	uint64_t dict_type;
+	uint64_t str_type;
+};
+
+/* One dict (or a class's shared keys) as the lookups see it. */
+struct pyobj_dview {
+	uint64_t values;	/* value array of a split table; 0: combined */
+	uint64_t entries;	/* address of entry 0 */
+	uint64_t nentries;
+	uint16_t esize, ekey, evalue, ehash;	/* ehash NO16: no hash stored */
+	uint8_t *ent;		/* nentries * esize bytes, malloc'd */
+};
+
+void pyobj_dview_free(struct pyobj_dview *v);
+
+/* Reads a dict object: its keys, entries and (split) value array; and its
+ * type when type is not NULL. 0 on success (free it with
+ * pyobj_dview_free()). */
+int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview *v,
+		    uint64_t *type);
+uint64_t pyobj_ent_key(const struct pyobj_dview *v, uint64_t i);
+/* Value of entry i; 0 when absent or unreadable. */
+uint64_t pyobj_ent_value(const struct pyobj_ctx *c, const struct pyobj_dview *v, uint64_t i);
+
+/* d[s] for a str key s, 0 when absent. *hint (may be NULL): a key object
+ * known to be s, tried first and set to the one found; *str_type (may be
+ * NULL) set to the found key's type. */
+uint64_t pyobj_dict_get_str(const struct pyobj_ctx *c, uint64_t dict, const char *s,
+			    uint64_t *hint, uint64_t *str_type);
+
+/* Is the int object at obj equal to value (a C unsigned long)? */
+int pyobj_long_equals(const struct pyobj_ctx *c, uint64_t obj, uint64_t value);
+
+/* obj.<s> for an attribute kept in the instance; 0 when absent. */
+uint64_t pyobj_instance_attr(const struct pyobj_ctx *c, struct py_seen *seen, uint64_t obj,
+			     const char *s, uint64_t *hint);
+
+/* The str at addr into buf (NUL-terminated, at most len - 1 bytes): one
+ * read for a short ASCII string of the exact str type, else
+ * pysym_read_str(). 0 on success. */
+int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, uint64_t addr,
+			 char *buf, size_t len);
+
+/* By target, for readers without a context of their own (pyasyncio.c). */
+
+/* sys.modules[module].__dict__[name] of the interpreter at interp, or 0. */
+uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen, uint64_t interp,
+			   const char *module, const char *name);
+
+/* The live (key, value) pairs of the exact dict at dict, in insertion
+ * order, at most max; their count, -1 if unreadable or not an exact dict. */
+int pyobj_dict_items(const struct py_target *t, const struct py_seen *seen, uint64_t dict,
+		     uint64_t *keys, uint64_t *values, size_t max);
+
+/* obj.<name> kept in the instance, 0 when absent (hint as above). */
+uint64_t pyobj_attr(const struct py_target *t, struct py_seen *seen, uint64_t obj,
+		    const char *name, uint64_t *hint);
+
+/* Is the int object at obj equal to value? */
+int pyobj_int_equals(const struct py_target *t, uint64_t obj, uint64_t value);
+
+#endif
