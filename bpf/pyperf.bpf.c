@@ -1420,7 +1420,8 @@ static __always_inline int do_checks(__u32 tgid)
 /* Walks the current thread's Python stack (and copies its user stack)
  * into a record and sends it. ip is where the thread was interrupted (a
  * kernel address when it was in a system call). */
-static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u32 flags)
+static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u64 late,
+					  __u32 flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid, tid, prev_pid, cpu = bpf_get_smp_processor_id();
@@ -1449,6 +1450,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (!cfg)
 		return 0;
 	stat_inc(STAT_EVENTS);
+	if (late) {
+		stat_inc(STAT_LATE);
+		stat_add(STAT_LATE_NS, late);
+	}
 	period = oncpu_span(task, bpf_ktime_get_ns(), period, (flags & SAMPLE_F_OFFCPU) != 0,
 			    cfg->since_ns);
 	s = bpf_map_lookup_elem(&scratch, &cpu);
@@ -1556,9 +1561,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	wake = wakeup_flag(w.fresh || tables_missing(s), s->h.time_ns);
 	if (do_checks(tgid))
 		wake = BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&events, out, size, wake))
+	if (bpf_ringbuf_output(&events, out, size, wake)) {
 		stat_inc(STAT_LOST);
-	else
+		stat_add(STAT_LOST_NS, s->h.period);
+	} else
 		stat_inc(STAT_SENT);
 	/* The program's cost on target samples alone: bpf_stats also counts
 	 * the early returns on every other process's events. */
@@ -1566,10 +1572,72 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	return 0;
 }
 
+/* Set by user space once the events are open: they count time (cpu-clock,
+ * task-clock), so late samples can be told; and when the duration ends
+ * (bpf_ktime_get_ns; 0: never), so that a reader falling behind cannot
+ * stretch the window. */
+bool time_events;
+__u64 stop_at_ns;
+
+/* Each CPU's last event, for any process: when it fired, whose thread it
+ * was, and how many times that thread had left a CPU then. */
+struct tick {
+	__u64 fired_ns;
+	__u64 switches;
+	__u32 tid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tick);
+} last_tick SEC(".maps");
+
+/* The time a clock event left unsampled before this sample, while the
+ * same thread ran on this CPU (same thread as the previous sample, no
+ * switch since): the periods the timer skipped. It fires on a grid of
+ * periods, each fire a little late (interrupt latency), and skips the
+ * periods it is more than one late for, when the kernel throttles the
+ * event (kernel.perf_event_max_sample_rate per scheduler tick) or the
+ * interrupts before took too long (each sample costs the CPU 5-10 us
+ * here, a VM's timer more): fire to fire is a whole number of periods,
+ * give or take the difference in lateness. Samples still weigh one
+ * period; the summary and the profile say how much went unsampled. */
+static __always_inline __u64 late_ns(const struct tick *last, __u64 now, __u64 period,
+				     __u32 tid, __u64 switches)
+{
+	__u64 periods;
+
+	if (!last->fired_ns || now <= last->fired_ns || last->tid != tid || !tid ||
+	    last->switches != switches || !period)
+		return 0;
+	periods = (now - last->fired_ns + period / 2) / period;
+	return periods > 1 ? (periods - 1) * period : 0;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
-	return sample_current(ctx, ctx->regs.ip, ctx->sample_period, 0);
+	__u64 now = bpf_ktime_get_ns(), late = 0, switches = 0;
+	__u32 zero = 0, tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct tick *last;
+
+	if (stop_at_ns && now > stop_at_ns)
+		return 0;
+	if (time_events && (last = bpf_map_lookup_elem(&last_tick, &zero))) {
+		task = bpf_get_current_task_btf();
+		switches = task->nvcsw + task->nivcsw;
+		late = late_ns(last, now, ctx->sample_period, tid, switches);
+	}
+	sample_current(ctx, ctx->regs.ip, ctx->sample_period, late, 0);
+	if (time_events && (last = bpf_map_lookup_elem(&last_tick, &zero))) {
+		last->fired_ns = now;
+		last->tid = tid;
+		last->switches = switches;
+	}
+	return 0;
 }
 
 /*
@@ -1589,7 +1657,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	/* A thread that exits leaves the CPU for good: no wait to count
 	 * (its interval would stay open until the end of every interval). */
 	if (!(BPF_CORE_READ(prev, flags) & PF_EXITING))
-		sample_current(ctx, 0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
+		sample_current(ctx, 0xffffffffffffffffULL, 0, 0, SAMPLE_F_OFFCPU);
 	if (pid_nr_in_our_ns(BPF_CORE_READ(next, group_leader, thread_pid), &tgid) ||
 	    !bpf_map_lookup_elem(&procs, &tgid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(next, thread_pid), &h.tid))

@@ -259,6 +259,13 @@ enum pyperf_stat {
 				 * copied for user space to unwind instead */
 	STAT_FRESH_WAKEUPS,	/* reader woken for a sample with new code */
 	STAT_CODE_CHECKS,	/* code objects read for user space's check */
+	/* Clock events: a target sample after periods the timer skipped,
+	 * the same thread running all along (the kernel throttled the event
+	 * or its timer fired late); and the ns of those periods (late_ns in
+	 * pyperf.bpf.c). */
+	STAT_LATE,
+	STAT_LATE_NS,
+	STAT_LOST_NS,		/* periods of the lost records (STAT_LOST) */
 	STAT__COUNT,
 };
 

@@ -79,7 +79,9 @@ static void usage(FILE *f)
 "      --version            print the version\n"
 "\n"
 "SIGUSR1 writes the profile collected so far (in continuous mode: ends the\n"
-"current interval). SIGINT and SIGTERM write the profile and exit 0.\n"
+"current interval). SIGINT and SIGTERM write the profile and exit 0; with\n"
+"a command, it gets the signal once and its exit status is returned.\n"
+"Exit 3: the profile holds no sample (a line says why).\n"
 "Needs root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.\n"
 "Open the result with: go tool pprof -top profile.pb.gz\n");
 }

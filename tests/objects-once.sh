@@ -39,16 +39,19 @@ real_opens() {
 		while read -r f; do readlink -f "$f"; done | sort | uniq -c
 }
 
+# -d 300: samples for the unwinder and the symbolizer to use the objects
+# (-d 2 got some only while the events ran past the duration; sampling now
+# ends in BPF when it does).
 check_run() {
 	name=$1; shift
 	if [ $have_strace = 1 ]; then
 		# LeakSanitizer cannot run under ptrace (the sanitizer build): leaks
 		# are checked by every other run of the suite.
 		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-		strace -f -e trace=openat -o "$work/trace" "$PYPERF" -v "$@" -d 2 \
+		strace -f -e trace=openat -o "$work/trace" "$PYPERF" -v "$@" -d 300 \
 			-o "$work/p.pb.gz" > "$work/out" 2>&1
 	else
-		"$PYPERF" -v "$@" -d 2 -o "$work/p.pb.gz" > "$work/out" 2>&1
+		"$PYPERF" -v "$@" -d 300 -o "$work/p.pb.gz" > "$work/out" 2>&1
 	fi || { cat "$work/out"; fail "$name: the profiler failed"; return; }
 	line=$(grep 'native objects:' "$work/out")
 	opened=$(echo "$line" | sed -n 's/.*native objects: \([0-9]*\) opened.*/\1/p')

@@ -21,7 +21,9 @@ class Profile(object):
         self.samples = []       # dicts: values, locs (leaf first), labels
         self.locations = {}     # id -> list of (function, file, line), inner first
         self.time_ns = None     # time_nanos: when sampling began (epoch ns)
-        self.duration_s = None  # duration_nanos, as pprof prints it (10 ms steps)
+        self.duration_s = None  # duration_nanos, as pprof prints it (10 ms
+                                # steps from 1 s, 1 ms below: parse_duration)
+        self.duration_text = None  # ... as printed
 
     def stacks(self):
         """Yields (values, frames leaf first, labels); frames are
@@ -51,7 +53,8 @@ def parse_raw(text):
         elif line.startswith("Time: ") and section is None:
             p.time_ns = parse_time(line[len("Time: "):])
         elif line.startswith("Duration: ") and section is None:
-            p.duration_s = float(line[len("Duration: "):])
+            p.duration_text = line[len("Duration: "):]
+            p.duration_s = parse_duration(p.duration_text)
         elif line in ("Samples:", "Locations", "Mappings"):
             section = line
         elif section == "Samples:":
@@ -59,6 +62,24 @@ def parse_raw(text):
         elif section == "Locations":
             _parse_location_line(p, line)
     return p
+
+
+def parse_duration(text):
+    """duration_nanos as go tool pprof prints it, in seconds: the first four
+    characters of Go's duration string. "1.01" (1.012s), "2s", "1.5s",
+    "12.3" (12.34s): seconds, 10 ms steps; "505." (505.1ms), "800m"
+    (800ms), "80ms": milliseconds, 1 ms steps. None if unreadable."""
+    t = text.strip()
+    try:
+        if t.endswith("ms"):
+            return float(t[:-2]) / 1e3
+        if t.endswith("s"):
+            return float(t[:-1])
+        if t.endswith("m") or (t.endswith(".") and len(t) == 4):
+            return float(t[:-1]) / 1e3
+        return float(t)
+    except ValueError:
+        return None
 
 
 def parse_time(text):

@@ -48,6 +48,16 @@ if [ "$maxrate" -gt 0 ] 2>/dev/null; then
 else
 	echo "SKIP freq-over-limit: /proc/sys/kernel/perf_event_max_sample_rate unreadable"
 fi
+# A thread id (from ps -L) names the same /proc entry as its process but
+# would never be sampled (samples are matched by process id): refused,
+# naming the process id to use.
+/usr/bin/python3 -c 'import threading, time
+threading.Thread(target=time.sleep, args=(30,)).start()
+time.sleep(30)' & pids="$pids $!"
+i=0
+until [ "$(ls /proc/$!/task 2>/dev/null | wc -l)" -ge 2 ] || [ $i -gt 100 ]; do i=$((i + 1)); sleep 0.1; done
+tid=$(ls /proc/$!/task | grep -vx "$!" | head -1)
+expect thread-id "pid $tid is a thread of process $!.*use --pid $!" -- --pid "$tid" -d 500 -o /tmp/x.pb.gz
 PYPERF_REAL=$PYPERF
 PYPERF="setpriv --bounding-set=-sys_ptrace $PYPERF_REAL"
 expect no-ptrace-cap 'missing CAP_SYS_PTRACE' -- --pid $! -d 500 -o /tmp/x.pb.gz

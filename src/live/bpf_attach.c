@@ -222,19 +222,66 @@ static void resolve_event(struct bpf_attach *b, struct perf_event_attr *a)
 	a->config = PERF_COUNT_SW_CPU_CLOCK;
 }
 
-/* The kernel refuses a frequency above kernel.perf_event_max_sample_rate
- * with EINVAL, which looks like a privilege problem unless it is named. */
-static void explain_open_error(const struct config *cfg, int err, int cpu)
+/* kernel.perf_event_max_sample_rate, or 0 if unreadable. */
+static unsigned long long max_sample_rate(void)
 {
 	unsigned long long max = 0;
-	FILE *f;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
 
-	if (err == EINVAL && cfg->frequency &&
-	    (f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r"))) {
+	if (f) {
 		if (fscanf(f, "%llu", &max) != 1)
 			max = 0;
 		fclose(f);
 	}
+	return max;
+}
+
+/* Past this rate samples stop coming evenly: each costs the CPU 5-10 us
+ * in the kernel (make bench: "bpf time"), and the timer fires late,
+ * skipping periods, or the kernel throttles it. A busy thread sampled
+ * with cpu-clock on a loaded 2-CPU VM: 0.99-1.02 of its CPU time up to
+ * -F 30000, 0.74 at -F 50000, 0.45 at -F 100000 (tests/rates.sh). */
+#define MAX_EVEN_HZ 20000ULL
+
+/* A clock's sampling rate, from -F or -c (1e9 / N per second), is
+ * bounded by kernel.perf_event_max_sample_rate (which the kernel checks
+ * for -F only: -c 1 was accepted and fired every 10 us, weighing 1 ns
+ * each) and by MAX_EVEN_HZ. Hardware cycles are a count, not a rate. */
+static int check_rate(const struct config *cfg, const struct perf_event_attr *a)
+{
+	unsigned long long kmax = max_sample_rate(), max, hz;
+	const char *opt = cfg->frequency ? "-F" : "-c";
+	unsigned long long given = cfg->frequency ? cfg->frequency : cfg->sample_period;
+
+	if (a->type != PERF_TYPE_SOFTWARE)
+		return 0;
+	hz = cfg->frequency ? cfg->frequency : (1000000000ULL + cfg->sample_period - 1) / cfg->sample_period;
+	max = kmax && kmax < MAX_EVEN_HZ ? kmax : MAX_EVEN_HZ;
+	if (hz <= max)
+		return 0;
+	if (kmax && hz > kmax && cfg->frequency && hz <= MAX_EVEN_HZ)
+		fprintf(stderr, "pyperf-pprof: -F %llu is above the kernel's limit of %llu samples per second (kernel.perf_event_max_sample_rate): use -F %llu or less, or raise the limit with sysctl -w kernel.perf_event_max_sample_rate=%llu\n",
+			given, kmax, max, given);
+	else if (kmax && hz > kmax && cfg->frequency)
+		fprintf(stderr, "pyperf-pprof: -F %llu is above the kernel's limit of %llu samples per second (kernel.perf_event_max_sample_rate), and above %llu samples are not even: use -F %llu or less\n",
+			given, kmax, MAX_EVEN_HZ, max);
+	else if (kmax && hz > kmax)
+		fprintf(stderr, "pyperf-pprof: -c %llu is %llu samples per second of %s, above the kernel's limit of %llu (kernel.perf_event_max_sample_rate): use -c %llu or more\n",
+			given, hz, cfg->event, kmax, (1000000000ULL + max - 1) / max);
+	else
+		fprintf(stderr, "pyperf-pprof: %s %llu is %llu samples per second; above %llu the kernel throttles the events or fires them late and the profile undercounts (a busy thread: 74 %% at 50000, 45 %% at 100000): use %s %llu or %s\n",
+			opt, given, hz, max, opt,
+			cfg->frequency ? max : (1000000000ULL + max - 1) / max,
+			cfg->frequency ? "less" : "more");
+	return -1;
+}
+
+/* The kernel refuses a frequency above kernel.perf_event_max_sample_rate
+ * with EINVAL, which looks like a privilege problem unless it is named. */
+static void explain_open_error(const struct config *cfg, int err, int cpu)
+{
+	unsigned long long max = err == EINVAL && cfg->frequency ? max_sample_rate() : 0;
+
 	if (max && cfg->frequency > max) {
 		fprintf(stderr, "pyperf-pprof: -F %llu is above the kernel's limit of %llu samples per second (kernel.perf_event_max_sample_rate): use -F %llu or less, or raise the limit with sysctl -w kernel.perf_event_max_sample_rate=%llu\n",
 			(unsigned long long)cfg->frequency, max, max,
@@ -284,6 +331,10 @@ int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_
 	if (event_attr(cfg, &a))
 		return -1;
 	resolve_event(b, &a);
+	if (check_rate(cfg, &a))
+		return -1;
+	/* Time events: late samples are told (on_sample). */
+	b->skel->bss->time_events = a.type == PERF_TYPE_SOFTWARE;
 	if (ncpu <= 0) {
 		fprintf(stderr, "pyperf-pprof: cannot count CPUs: %s\n", strerror(-ncpu));
 		return -1;
@@ -343,6 +394,12 @@ void bpf_attach_read_stats(const struct bpf_attach *a, uint64_t stats[STAT__COUN
 			stats[k] += vals[c];
 	}
 	free(vals);
+}
+
+void bpf_attach_stop_at(struct bpf_attach *a, uint64_t mono_ns)
+{
+	if (a->skel && a->skel->bss)
+		a->skel->bss->stop_at_ns = mono_ns;
 }
 
 void bpf_attach_stop(struct bpf_attach *a)

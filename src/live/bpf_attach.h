@@ -58,6 +58,10 @@ int bpf_attach_checks(struct bpf_attach *a, struct py_check_req **req, struct py
 /* Sums the per-CPU counters (enum pyperf_stat) into stats. */
 void bpf_attach_read_stats(const struct bpf_attach *a, uint64_t stats[STAT__COUNT]);
 
+/* The events take no sample after mono_ns (CLOCK_MONOTONIC; 0: none):
+ * the duration's end, whenever the reader gets to it. */
+void bpf_attach_stop_at(struct bpf_attach *a, uint64_t mono_ns);
+
 /* Stops every event; records already in the ring buffers stay. */
 void bpf_attach_stop(struct bpf_attach *a);
 void bpf_attach_free(struct bpf_attach *a);

@@ -36,4 +36,8 @@ void report_status(const struct report_view *v, int final);
 /* The end-of-run summary (not with --quiet); -v adds the counters. */
 void report_summary(const struct report_view *v);
 
+/* With no sample over the whole run: prints why and what to do (even
+ * with --quiet) and returns 1; else 0. */
+int report_empty(const struct report_view *v);
+
 #endif

@@ -49,6 +49,8 @@
 #define HOLD_NS			200000000LL	/* ... for at most this long */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
 						 * (it wakes us when done) */
+#define CHILD_WAIT_NS		5000000000LL	/* launch mode: the command's time
+						 * to exit after SIGINT/SIGTERM */
 
 /* Records copied out of the ring buffer and held back, so that their code
  * objects are checked against their targets together (pipeline_precheck)
@@ -85,6 +87,8 @@ struct session {
 	pid_t child;			/* launched command, 0 if none */
 	int child_status;		/* its exit code, once it exited */
 	int child_exited;
+	int64_t child_wait_end;		/* a stop signal came: wait for the
+					 * command until then; 0: none yet */
 	int64_t interval_t0;		/* start of the current interval (ns) */
 	struct bpf_attach bpf;
 	struct ring_buffer *rb;
@@ -92,7 +96,7 @@ struct session {
 	struct pipeline_log log;		/* --record: the pipeline's events */
 	struct ksym_table *ksym;	/* --kernel; read before privileges go */
 	uint64_t bpf_stats[STAT__COUNT];
-	struct timespec t0;
+	struct timespec t0;		/* the events were attached (start_mono) */
 	int status_line;		/* live status on a terminal */
 	int64_t last_status;
 	int64_t pass_end;		/* this ring-buffer pass yields then */
@@ -111,17 +115,26 @@ struct session {
 	int final_write;		/* the last one: tried whatever the probe says */
 };
 
-static volatile sig_atomic_t stop_requested, write_requested;
+/* stop_requested counts SIGINT/SIGTERM; stop_signal is the first, and
+ * stop_from_tty says the terminal sent it (to its whole foreground process
+ * group, the launched command included). */
+static volatile sig_atomic_t stop_requested, write_requested, stop_signal, stop_from_tty;
 
 /* What the pipeline counted and cached, for the status line and summary. */
 #define SINK(s)	pipeline_sink((s)->pl)
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
-	if (sig == SIGUSR1)
+	(void)uctx;
+	if (sig == SIGUSR1) {
 		write_requested = 1;
-	else
-		stop_requested = 1;
+		return;
+	}
+	if (!stop_requested) {
+		stop_signal = sig;
+		stop_from_tty = si && si->si_code == SI_KERNEL;
+	}
+	stop_requested++;
 }
 
 static uint64_t mono_ns(void);
@@ -202,6 +215,25 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		pipeline_target_forget(s->pl, t);
 }
 
+/* A thread's id names the same /proc entry as its process, and would be
+ * attached, but samples are matched by process id: none would come. The
+ * process id (Tgid) it belongs to, or pid itself. */
+static pid_t thread_group_of(pid_t pid)
+{
+	char path[64], line[128];
+	long tgid = pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return pid;	/* the target check says why */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &tgid) == 1)
+			break;
+	fclose(f);
+	return (pid_t)tgid;
+}
+
 static int find_targets(struct session *s)
 {
 	/* Before the targets: the interpreter probe opens their files here. */
@@ -210,8 +242,15 @@ static int find_targets(struct session *s)
 		return -1;
 	targets_init(&s->ts, s->rec ? record_src(s->rec) : target_src_live(), s->objs,
 		     s->cfg->all, s->cfg->subprocesses, on_target, s);
-	for (int i = 0; i < s->cfg->npids; i++)
-		targets_add(&s->ts, s->cfg->pids[i], 0);
+	for (int i = 0; i < s->cfg->npids; i++) {
+		pid_t pid = s->cfg->pids[i], tgid = thread_group_of(pid);
+
+		if (tgid != pid)
+			fprintf(stderr, "pyperf-pprof: --pid %d is a thread of process %d, not a process: use --pid %d\n",
+				(int)pid, (int)tgid, (int)tgid);
+		else
+			targets_add(&s->ts, pid, 0);
+	}
 	if (s->cfg->npids && !s->ts.n)
 		return -1;	/* every --pid was refused, each with its reason */
 	if (s->cfg->all)
@@ -248,13 +287,16 @@ static int load_bpf(struct session *s)
 	/* A recording keeps the checks' reads, for replay to repeat. */
 	if (!s->rec && bpf_attach_checks(&s->bpf, &s->chk.req, &s->chk.slots))
 		s->chk.req = NULL;
-	/* The window starts with the first sample it may hold; a thread
-	 * running from then on counts from then (wall mode, pyperf.bpf.c:
-	 * oncpu_span). */
+	return 0;
+}
+
+/* Attaches the perf events: the window starts with the first sample it
+ * may hold, and a thread running from then on counts from then (wall
+ * mode, pyperf.bpf.c: oncpu_span, from each target's since_ns). */
+static int attach_events(struct session *s)
+{
 	for (size_t i = 0; s->cfg->wall && i < s->ts.n; i++)
 		bpf_attach_target(&s->bpf, s->ts.v[i], 1);
-	s->start_mono = mono_ns();
-	s->start_wall = wall_ns();
 	return bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000));
 }
 
@@ -473,11 +515,37 @@ static void reap_child(struct session *s)
 		s->child_exited = launch_reap(s->child, &s->child_status);
 }
 
+/* Launch mode, a stop signal came: it is the command's to act on. A
+ * signal from the terminal reached it too (same process group); one sent
+ * to the profiler alone (kill, a service manager's main-pid stop) is
+ * passed on, once. Sampling goes on while the command ends (its
+ * KeyboardInterrupt, its clean-up), up to CHILD_WAIT_NS, or until a
+ * second signal. 1 while waiting. */
+static int wait_for_child(struct session *s, int64_t now)
+{
+	const char *name = stop_signal == SIGTERM ? "SIGTERM" : "SIGINT";
+
+	if (!s->child || s->child_exited)
+		return 0;
+	if (!s->child_wait_end) {
+		s->child_wait_end = now + CHILD_WAIT_NS;
+		if (!stop_from_tty && kill(s->child, stop_signal) == 0)
+			say(s, "pyperf-pprof: %s passed to the command (pid %d); waiting up to %lld s for it to exit\n",
+			    name, (int)s->child, CHILD_WAIT_NS / 1000000000LL);
+		else
+			say(s, "pyperf-pprof: %s: waiting up to %lld s for the command (pid %d) to exit\n",
+			    name, CHILD_WAIT_NS / 1000000000LL, (int)s->child);
+	}
+	return stop_requested == 1 && now < s->child_wait_end;
+}
+
 /* Why sampling should end now, or NULL to go on. */
 static const char *stop_reason(struct session *s, int64_t now)
 {
+	if (stop_requested && wait_for_child(s, now))
+		return NULL;
 	if (stop_requested)
-		return "";
+		return s->child && s->child_exited ? "command exited" : "";
 	if (s->cfg->duration_ms && now >= (int64_t)s->cfg->duration_ms * 1000000LL)
 		return "";
 	if (s->child)
@@ -552,14 +620,27 @@ static int poll_loop(struct session *s)
 	return 0;
 }
 
+/* now, or the duration's end if that came first (the events took no
+ * sample after it: bpf_attach_stop_at; not in wall mode). */
+static uint64_t window_end(const struct session *s, uint64_t now)
+{
+	uint64_t end = s->start_mono + s->cfg->duration_ms * 1000000ULL;
+
+	return s->cfg->duration_ms && !s->cfg->wall && end < now ? end : now;
+}
+
 static void stop_sampling(struct session *s)
 {
 	bpf_attach_stop(&s->bpf);
 	/* The window ends here, not once the drain below is done: a busy
-	 * thread has no sample after it, a waiting one would count on. */
+	 * thread has no sample after it, a waiting one would count on; or at
+	 * the duration's end if that came first (the events took no sample
+	 * after it: bpf_attach_stop_at). */
 	if (!s->stop_mono) {
-		s->stop_mono = mono_ns();
-		s->stop_wall = wall_ns();
+		uint64_t now = mono_ns();
+
+		s->stop_mono = window_end(s, now);
+		s->stop_wall = wall_ns() - (int64_t)(now - s->stop_mono);
 	}
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
@@ -647,7 +728,6 @@ static int start_pipeline(struct session *s)
 		fprintf(stderr, "pyperf-pprof: out of memory setting up the profile\n");
 		return -1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	pipeline_start(s->pl, s->start_wall, s->start_mono);
 	for (size_t i = 0; i < s->ts.n; i++)
 		pipeline_target_add(s->pl, s->ts.v[i]);
@@ -736,9 +816,12 @@ static void cleanup(struct session *s)
 
 static void install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
 
+	/* One handler at a time: stop_requested is counted without races. */
 	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
@@ -781,7 +864,17 @@ static int start(struct session *s)
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
-	if (load_bpf(s) || load_ksym(s) || start_pipeline(s))
+	/* --kernel reads /proc/kallsyms (~80 ms, seconds under load) before
+	 * the events run: the duration counts from their first sample. */
+	if (load_bpf(s) || load_ksym(s) || attach_events(s))
+		return -1;
+	/* The window starts with the first sample it may hold. */
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	s->start_mono = (uint64_t)s->t0.tv_sec * 1000000000ULL + (uint64_t)s->t0.tv_nsec;
+	s->start_wall = wall_ns();
+	if (s->cfg->duration_ms && !s->cfg->wall)
+		bpf_attach_stop_at(&s->bpf, s->start_mono + s->cfg->duration_ms * 1000000ULL);
+	if (start_pipeline(s))
 		return -1;
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
@@ -796,6 +889,24 @@ static int start(struct session *s)
 	 * at exec, and what remains is reading targets and writing files. */
 	preflight_drop_capabilities(s->cfg->verbose);
 	return 0;
+}
+
+/* Launch mode's exit status: the command's (128 + signal when one
+ * killed it) once the profile is written. A command still running (-d
+ * ended first, or it outlived CHILD_WAIT_NS after a stop signal) goes
+ * on, detached; the status is then the profiler's own. */
+static int child_outcome(struct session *s, int rc)
+{
+	reap_child(s);
+	if (s->child_exited)
+		return rc ? rc : s->child_status;
+	if (s->child_wait_end)
+		fprintf(stderr, "pyperf-pprof: the command (pid %d) did not exit within %lld s of the signal; it goes on\n",
+			(int)s->child, CHILD_WAIT_NS / 1000000000LL);
+	else
+		say(s, "pyperf-pprof: -d %" PRIu64 " ended before the command; it goes on (pid %d)\n",
+		    s->cfg->duration_ms, (int)s->child);
+	return rc;
 }
 
 int session_run(const struct config *cfg)
@@ -813,18 +924,18 @@ int session_run(const struct config *cfg)
 	bpf_attach_log_level(cfg->verbose);
 	install_signals();
 	if (start(s) == 0) {
-		int polled = poll_loop(s);
+		int polled = poll_loop(s), empty;
+		struct report_view v;
 
 		stop_sampling(s);
 		/* Whatever happened, what was collected is written. */
 		rc = write_profile(s, 1, 0) || polled ? 1 : 0;
-		if (s->child) {
-			if (!s->child_exited)
-				fprintf(stderr, "pyperf-pprof: the command (pid %d) is still running\n",
-					(int)s->child);
-			else if (rc == 0)
-				rc = s->child_status;
-		}
+		v = view(s);
+		empty = report_empty(&v);
+		if (s->child)
+			rc = child_outcome(s, rc);
+		if (rc == 0 && empty)
+			rc = SESSION_EXIT_EMPTY;
 	}
 	cleanup(s);
 	if (record_close(s->rec, err, sizeof(err))) {	/* --record: no-op otherwise */

@@ -22,6 +22,7 @@ struct pipeline {
 	struct sample_sink sink;
 	struct sample_counts n0;	/* counters when this interval began */
 	uint64_t lost0;			/* BPF lost counter then */
+	uint64_t late0, late_ns0, lost_ns0;	/* ... and the unsampled time's */
 	int64_t interval_wall;		/* the interval's start: time_nanos */
 	uint64_t interval_mono;
 	int own_objs;			/* objs made here, freed here */
@@ -209,9 +210,30 @@ static void interval_counts(const struct pipeline *p, struct sample_counts *d)
 #undef SINCE
 }
 
+static uint64_t stat(const struct pipeline_tick *k, unsigned idx)
+{
+	return k->nstats > idx ? k->stats[idx] : 0;
+}
+
 static uint64_t lost(const struct pipeline_tick *k)
 {
-	return k->nstats > STAT_LOST ? k->stats[STAT_LOST] : 0;
+	return stat(k, STAT_LOST);
+}
+
+/* Time the events left unsampled (the kernel throttled them, their timer
+ * fired late) and the periods of records lost, when there were any: the
+ * samples then cover less than the targets ran. */
+static void add_rate_comment(struct pipeline *p, const struct pipeline_tick *k)
+{
+	uint64_t late = stat(k, STAT_LATE) - p->late0, lost_ns = stat(k, STAT_LOST_NS) - p->lost_ns0;
+	char buf[256];
+
+	if (!late && !lost_ns)
+		return;
+	snprintf(buf, sizeof(buf), "unsampled: %" PRIu64 " samples came after skipped periods, %" PRIu64
+		 " ns (kernel throttling, late timer); %" PRIu64 " ns of lost records",
+		 late, stat(k, STAT_LATE_NS) - p->late_ns0, lost_ns);
+	profile_add_comment(p->sink.prof, buf);
 }
 
 /* After failed writes, what had to be dropped (pipeline_write). A profile
@@ -258,6 +280,7 @@ static void add_comments(struct pipeline *p, const struct pipeline_tick *k)
 		 n.native_errors, n.stack_errors, n.merge_errors);
 	profile_add_comment(prof, buf);
 	dropped_comment(p);
+	add_rate_comment(p, k);
 }
 
 /* The next interval starts at the tick, with a fresh profile. */
@@ -279,6 +302,9 @@ static int rotate(struct pipeline *p, const struct pipeline_tick *k)
 	p->sink.n.max_depth = 0;	/* the only counter kept per interval */
 	p->n0 = p->sink.n;
 	p->lost0 = lost(k);
+	p->late0 = stat(k, STAT_LATE);
+	p->late_ns0 = stat(k, STAT_LATE_NS);
+	p->lost_ns0 = stat(k, STAT_LOST_NS);
 	p->interval_wall = k->wall_ns;
 	p->interval_mono = k->mono_ns;
 	return 0;
