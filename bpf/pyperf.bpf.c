@@ -192,6 +192,63 @@ static __always_inline int read_ptr(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
+/* The record capture_code() builds, one per CPU (too large for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_code_capture);
+} capture_buf SEC(".maps");
+
+/* The first bytes of the str object at addr into buf (len of them, or 64
+ * near the end of a mapping); the bytes read. */
+static __always_inline __u16 capture_str(__u8 *buf, __u32 len, __u64 addr)
+{
+	if (!addr)
+		return 0;
+	if (!bpf_probe_read_user(buf, len, (const void *)addr))
+		return (__u16)len;
+	return bpf_probe_read_user(buf, 64, (const void *)addr) ? 0 : 64;
+}
+
+/* Sends a struct py_code_capture (bpf/pyperf.h) for the code object at
+ * code, new to this program: called for fresh code only, so a steady
+ * program pays nothing. Global: verified once, and its state stays out of
+ * the walk's context (a field more there kept the verifier from pruning
+ * the walk's states). */
+__noinline int capture_code(const struct py_walk_offsets *off, const struct py_sample *s,
+			    __u64 code)
+{
+	struct py_code_capture *c;
+	__u32 zero = 0, name_off, file_off;
+	__u64 name, file;
+
+	if (!off || !s)
+		return 0;
+	name_off = off->code_name;
+	file_off = off->code_filename;
+	if (name_off > PY_CAPTURE_CODE - 8 || file_off > PY_CAPTURE_CODE - 8)
+		return 0;
+	c = bpf_map_lookup_elem(&capture_buf, &zero);
+	if (!c || bpf_probe_read_user(c->obj, PY_CAPTURE_CODE, (const void *)code))
+		return 0;
+	__builtin_memcpy(&name, c->obj + name_off, sizeof(name));
+	__builtin_memcpy(&file, c->obj + file_off, sizeof(file));
+	c->h.pid = s->h.pid;
+	c->h.tid = s->h.tid;
+	c->h.time_ns = s->h.time_ns;
+	c->h.flags = SAMPLE_F_CODE_NAME;
+	c->h.nframes = 0;
+	c->code = code;
+	c->name_len = capture_str(c->name, PY_CAPTURE_NAME, name);
+	c->file_len = capture_str(c->file, PY_CAPTURE_FILE, file);
+	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_LOST);
+	else
+		stat_inc(STAT_CODE_CAPTURES);
+	return 0;
+}
+
 /* The number of pid p in our PID namespace; -1 when the task is not
  * visible there (it lives outside our namespace). */
 static __always_inline int pid_nr_in_our_ns(struct pid *p, __u32 *nr)
@@ -597,8 +654,10 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		struct py_frame_rec r = { .code = f.code, .lasti = f.lasti, .self = f.self,
 					  .flags = py_frame_flags(off, &f), .tlbc = f.tlbc };
 
-		if (!put_frame(c->s, n, c->compact, &r))
-			c->fresh |= code_is_new(c->s->h.pid, f.code);
+		if (!put_frame(c->s, n, c->compact, &r) && code_is_new(c->s->h.pid, f.code)) {
+			c->fresh = 1;
+			capture_code(off, c->s, f.code);
+		}
 		if (r.flags & FRAME_F_ENTRY)
 			c->cframe = entry_anchor(off, c->s, c->cframe);
 		c->n = n + 1;

@@ -122,6 +122,11 @@ struct py_walk_offsets {
 					 * check of each frame */
 	__u16 cframe_previous;		/* PY_ENTRY_FLAG: _PyCFrame.previous, the
 					 * chain of eval-loop anchors */
+	/* For a code object's capture (struct py_code_capture): where its
+	 * co_qualname (co_name before 3.11) and co_filename are, each
+	 * < PY_CAPTURE_CODE - 8; PYPERF_NO_FIELD: no captures. */
+	__u16 code_name;
+	__u16 code_filename;
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -190,6 +195,8 @@ struct py_proc_event {
 					    * (user space may not have read it) */
 #define SAMPLE_F_NO_TABLES	(1u << 16) /* the native walk met a mapping
 					    * with no tables yet */
+#define SAMPLE_F_CODE_NAME	(1u << 18) /* not a sample: a struct
+					    * py_code_capture */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -255,6 +262,7 @@ enum pyperf_stat {
 				 * copied for user space to unwind instead */
 	STAT_FRESH_WAKEUPS,	/* reader woken for a sample with new code */
 	STAT_CODE_CHECKS,	/* code objects read for user space's check */
+	STAT_CODE_CAPTURES,	/* struct py_code_capture records sent */
 	STAT__COUNT,
 };
 
@@ -440,6 +448,37 @@ struct py_sample {
 	__u64 anchors[PY_ANCHORS_MAX];
 	__u32 na;		/* groups closed: anchors put (may pass the max) */
 	__u32 anchor_next;	/* the native walk's place in them */
+};
+
+/*
+ * A code object named at its first sample. User space reads a code object
+ * when it processes the record, up to 200 ms later (ms even for a record
+ * that wakes it at once: at start-up it is busy loading unwind tables),
+ * and a module's body is freed when its import ends: its frames showed as
+ * [unreadable Python frame] in 3-5 % of a docutils run's samples. So when
+ * the walk meets a code object not seen lately (code_is_new), the program
+ * sends this record before the sample's: the code object's first bytes
+ * (name, file name, line table pointers, first line: what user space's
+ * fingerprint covers) and the first bytes of its name and file name str
+ * objects, which user space decodes as it would have read them. It names
+ * the frame from them only when the code object is gone by then; the line
+ * table is not copied, so such a frame shows its first line.
+ */
+#define PY_CAPTURE_CODE		256	/* code object bytes (power of 2) */
+#define PY_CAPTURE_NAME		128	/* str object bytes of the name */
+#define PY_CAPTURE_FILE		256	/* ... of the file name */
+
+struct py_code_capture {
+	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
+				 * no frames */
+	__u64 code;		/* the code object's address */
+	__u16 name_len;		/* bytes of name read: PY_CAPTURE_NAME, less
+				 * near the end of a mapping, 0 unread */
+	__u16 file_len;		/* ... of file */
+	__u32 _pad;
+	__u8 obj[PY_CAPTURE_CODE];
+	__u8 name[PY_CAPTURE_NAME];
+	__u8 file[PY_CAPTURE_FILE];
 };
 
 /*

@@ -269,6 +269,14 @@ int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 	 * references, per-thread bytecode copies) is not checked. */
 	out->walk.lasti_in_code = out->line_kind == PY_LINES_311 && !out->walk.code_tag_mask &&
 				  out->walk.frame_tlbc_index == NO16;
+	/* What the BPF program captures of a code object new to it (struct
+	 * py_code_capture): where its name and file name are. */
+	out->walk.code_name = out->code.co_qualname != NO16 ? out->code.co_qualname :
+							      out->code.co_name;
+	out->walk.code_filename = out->code.co_filename;
+	if (out->walk.code_name > PY_CAPTURE_CODE - 8 ||
+	    out->walk.code_filename > PY_CAPTURE_CODE - 8)
+		out->walk.code_name = out->walk.code_filename = NO16;
 	/* The BPF walk reads the frame fields with one copy of a bounded size. */
 	out->walk.frame_span = py_frame_span(&out->walk);
 	if (!out->walk.frame_span) {

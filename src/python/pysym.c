@@ -31,6 +31,11 @@
  * the walk is bounded far below this, so a check this much later than
  * time_ns read memory after the walk did. */
 #define WALK_SLACK_NS	1000000ULL
+/* Code objects named by the BPF program at their first sample, kept for
+ * when they are gone by the time their records are resolved. */
+#define CAPTURES	1024		/* direct-mapped */
+#define CAPTURE_NAME	256		/* UTF-8 of PY_CAPTURE_NAME str bytes fits */
+#define CAPTURE_FILE	512
 
 struct entry {
 	int pid;			/* 0: empty */
@@ -45,6 +50,17 @@ struct entry {
 	uint64_t checked_ns;		/* live: clock before the last check's read */
 	uint64_t fp;			/* fingerprint of the code object's fields */
 	uint64_t serial;		/* unique per load: see pysym_frame_key */
+	uint64_t type;			/* its ob_type when read */
+};
+
+/* What a struct py_code_capture said of a code object (pysym_capture). */
+struct capture {
+	int pid;			/* 0: empty */
+	uint64_t code;
+	uint64_t type;			/* its ob_type: the code type's address */
+	uint64_t fp;			/* fingerprint(), as load_entry() computes it */
+	int32_t firstlineno;
+	char name[CAPTURE_NAME], filename[CAPTURE_FILE];
 };
 
 /* Before 3.11 code objects have no qualname; a method's class comes from
@@ -74,6 +90,7 @@ struct pysym_cache {
 	struct entry *check[VALIDATE_MAX];	/* queued by pysym_check_note() */
 	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
+	struct capture *captures;	/* CAPTURES of them */
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -83,7 +100,10 @@ struct pysym_cache *pysym_cache_new(size_t capacity)
 	if (!c)
 		return NULL;
 	c->e = setcache_alloc(capacity, WAYS, sizeof(*c->e), &c->nsets);
-	if (!c->e) {
+	c->captures = calloc(CAPTURES, sizeof(*c->captures));
+	if (!c->e || !c->captures) {
+		free(c->e);
+		free(c->captures);
 		free(c);
 		return NULL;
 	}
@@ -106,6 +126,7 @@ void pysym_cache_free(struct pysym_cache *c)
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		entry_clear(&c->e[i]);
 	free(c->e);
+	free(c->captures);
 	free(c);
 }
 
@@ -114,6 +135,9 @@ void pysym_forget_pid(struct pysym_cache *c, int pid)
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		if (c->e[i].pid == pid)
 			entry_clear(&c->e[i]);
+	for (size_t i = 0; i < CAPTURES; i++)
+		if (c->captures[i].pid == pid)
+			c->captures[i].pid = 0;
 }
 
 void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st)
@@ -407,6 +431,90 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	e->code = code_addr;
 	e->first_arg = (uint8_t)first_arg_kind(t, code);
 	e->fp = fingerprint(o, code, 0);
+	e->type = field_ptr(code, o->ob_type);
+	return 0;
+}
+
+static struct capture *capture_slot(struct pysym_cache *c, int pid, uint64_t code)
+{
+	return &c->captures[hash64(code ^ (uint64_t)pid << 48) % CAPTURES];
+}
+
+/* A str of a capture: from the bytes the program read, else (longer than
+ * that) read from the target while the record is fresh. */
+static int capture_str(const struct py_target *t, const uint8_t *obj, size_t got,
+		       uint64_t addr, char *buf, size_t len)
+{
+	int r = str_from(t, obj, got, buf, len);
+
+	return r == 1 ? pysym_read_str(t, addr, buf, len) : r;
+}
+
+void pysym_capture(struct pysym_cache *c, const struct py_target *t,
+		   const struct py_code_capture *cap)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	struct capture *k = capture_slot(c, t->pid, cap->code);
+	uint16_t lo, len;
+
+	fp_span(o, &lo, &len);
+	if (name_off > PY_CAPTURE_CODE - 8 || o->ob_type > PY_CAPTURE_CODE - 8 ||
+	    lo + len > PY_CAPTURE_CODE || cap->name_len > PY_CAPTURE_NAME ||
+	    cap->file_len > PY_CAPTURE_FILE)
+		return;
+	k->pid = 0;
+	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), k->name,
+			sizeof(k->name)) ||
+	    capture_str(t, cap->file, cap->file_len, field_ptr(cap->obj, o->co_filename),
+			k->filename, sizeof(k->filename)))
+		return;
+	memcpy(&k->firstlineno, cap->obj + o->co_firstlineno, sizeof(k->firstlineno));
+	k->fp = fingerprint(o, cap->obj, 0);
+	k->type = field_ptr(cap->obj, o->ob_type);
+	k->code = cap->code;
+	k->pid = t->pid;
+	c->st.captures++;
+}
+
+/* Whether e, just read from code, is the object captured at its address
+ * (or nothing was): 0 when what the address holds now is no code object
+ * (its type is not the captured one's), so the capture names it. Another
+ * code object there (its type right, its fingerprint not) replaces the
+ * capture. */
+static int capture_agrees(struct pysym_cache *c, const struct py_target *t, const struct entry *e)
+{
+	struct capture *k = capture_slot(c, t->pid, e->code);
+
+	if (k->pid != t->pid || k->code != e->code)
+		return 1;
+	if (e->type != k->type)
+		return 0;
+	if (e->fp != k->fp)
+		k->pid = 0;
+	return 1;
+}
+
+/* e from the capture of code, when there is one: named, no line table. */
+static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+			struct entry *e)
+{
+	struct capture *k = capture_slot(c, t->pid, code);
+
+	if (k->pid != t->pid || k->code != code)
+		return -1;
+	e->name = strdup(k->name);
+	e->filename = strdup(k->filename);
+	if (!e->name || !e->filename) {
+		entry_clear(e);
+		return -1;
+	}
+	e->firstlineno = k->firstlineno;
+	e->pid = t->pid;
+	e->code = code;
+	e->fp = k->fp;
+	e->type = k->type;
+	c->st.from_captures++;
 	return 0;
 }
 
@@ -555,10 +663,14 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 	}
 	/* Read before the code object: a load is a check too. */
 	victim->checked_ns = c->now ? c->now() : 0;
-	if (load_entry(t, code, victim)) {
-		c->st.errors++;
-		*err = 1;
-		return NULL;
+	if (load_entry(t, code, victim) || !capture_agrees(c, t, victim)) {
+		entry_clear(victim);
+		victim->checked_ns = c->now ? c->now() : 0;
+		if (from_capture(c, t, code, victim)) {
+			c->st.errors++;
+			*err = 1;
+			return NULL;
+		}
 	}
 	victim->age = c->clock;
 	victim->serial = ++c->serials;
@@ -571,6 +683,8 @@ static int frame_line(const struct py_target *t, const struct entry *e, uint64_t
 {
 	uint64_t start;
 
+	if (!e->table)		/* from a capture: the code object is gone */
+		return e->firstlineno;
 	if (py_code_start(&t->layout, pyversion_read, (void *)t, code, tlbc, &start))
 		return -1;
 	return py_layout_line(&t->layout, e->table, e->table_len, e->firstlineno, lasti, start);
