@@ -173,11 +173,14 @@ struct {
 	__type(value, __u64);
 } seen_code SEC(".maps");
 
-static __always_inline int code_is_new(__u32 tgid, __u64 code)
+static __always_inline int code_is_new(__u32 tgid, __u64 code, __u64 globals)
 {
 	/* By process: a forked child has its parent's code objects at the
-	 * same addresses, but user space has yet to read them in the child. */
-	__u64 tag = code ^ ((__u64)tgid * 0x9E3779B97F4A7C15ULL);
+	 * same addresses, but user space has yet to read them in the child.
+	 * By globals: a module's body freed at the end of its import and
+	 * another module's code object at its address are two objects. */
+	__u64 tag = code ^ ((__u64)tgid * 0x9E3779B97F4A7C15ULL) ^
+		    (globals * 0xC2B2AE3D27D4EB4FULL);
 	__u32 k = (__u32)((tag >> 4) ^ (tag >> 16)) & (SEEN_CODE_SLOTS - 1);
 	__u64 *v = bpf_map_lookup_elem(&seen_code, &k);
 
@@ -654,7 +657,7 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		struct py_frame_rec r = { .code = f.code, .lasti = f.lasti, .self = f.self,
 					  .flags = py_frame_flags(off, &f), .tlbc = f.tlbc };
 
-		if (!put_frame(c->s, n, c->compact, &r) && code_is_new(c->s->h.pid, f.code)) {
+		if (!put_frame(c->s, n, c->compact, &r) && code_is_new(c->s->h.pid, f.code, f.globals)) {
 			c->fresh = 1;
 			capture_code(off, c->s, f.code);
 		}

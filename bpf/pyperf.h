@@ -127,6 +127,11 @@ struct py_walk_offsets {
 	 * < PY_CAPTURE_CODE - 8; PYPERF_NO_FIELD: no captures. */
 	__u16 code_name;
 	__u16 code_filename;
+	/* f_globals, which with the code object tells code_is_new() a code
+	 * object from the one freed at its address before (two modules'
+	 * bodies have two live dicts); PYPERF_NO_FIELD: by address alone */
+	__u16 frame_globals;
+	__u16 _pad;
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -135,8 +140,8 @@ static inline __u16 py_frame_span(const struct py_walk_offsets *off)
 {
 	const __u16 field[] = { off->frame_back, off->frame_code, off->frame_lasti,
 				off->frame_owner, off->frame_localsplus, off->frame_is_entry,
-				off->frame_tlbc_index };
-	const __u16 size[] = { 8, 8, 8, 1, 8, 1, 4 };
+				off->frame_tlbc_index, off->frame_globals };
+	const __u16 size[] = { 8, 8, 8, 1, 8, 1, 4, 8 };
 	__u32 end = 0;
 
 	for (unsigned i = 0; i < sizeof(field) / sizeof(field[0]); i++)
@@ -318,7 +323,7 @@ struct py_frame_rec {
  * bytes (PYPERF_FRAME_WIN + 8 readable bytes).
  */
 struct py_frame_fields {
-	__u64 back, code, lasti, self;
+	__u64 back, code, lasti, self, globals;
 	__u32 tlbc;
 	__u8 owner, is_entry;
 };
@@ -364,6 +369,9 @@ static __always_inline void py_frame_decode(const struct py_walk_offsets *off, c
 	f->tlbc = 0;
 	if (off->frame_tlbc_index != PYPERF_NO_FIELD)
 		f->tlbc = PY_WIN_LD(w, off->frame_tlbc_index, __u32);
+	f->globals = 0;
+	if (off->frame_globals != PYPERF_NO_FIELD)
+		f->globals = PY_WIN_LD(w, off->frame_globals, __u64);
 }
 
 /*

@@ -435,6 +435,21 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	return 0;
 }
 
+static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint64_t code)
+{
+	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+
+	for (int i = 0; i < WAYS; i++)
+		if (set[i].pid == t->pid && set[i].code == code)
+			return &set[i];
+	return NULL;
+}
+
+int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code)
+{
+	return find((struct pysym_cache *)c, t, code) != NULL;
+}
+
 static struct capture *capture_slot(struct pysym_cache *c, int pid, uint64_t code)
 {
 	return &c->captures[hash64(code ^ (uint64_t)pid << 48) % CAPTURES];
@@ -456,6 +471,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	const struct py_code_offsets *o = &t->layout.code;
 	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
 	struct capture *k = capture_slot(c, t->pid, cap->code);
+	struct entry *e;
 	uint16_t lo, len;
 
 	fp_span(o, &lo, &len);
@@ -475,24 +491,28 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	k->code = cap->code;
 	k->pid = t->pid;
 	c->st.captures++;
+	/* The program saw a code object new at this address: what is cached
+	 * for it was read of the one before (possibly with the same fields,
+	 * a line table and a file name str at the same addresses too). */
+	if ((e = find(c, t, cap->code)))
+		entry_clear(e);
 }
 
-/* Whether e, just read from code, is the object captured at its address
- * (or nothing was): 0 when what the address holds now is no code object
- * (its type is not the captured one's), so the capture names it. Another
- * code object there (its type right, its fingerprint not) replaces the
- * capture. */
+/* Whether e, just read from code, is the object last captured at its
+ * address (or nothing was). Records are resolved in the order they were
+ * taken, and the program captures every code object it meets at an
+ * address where it met another: so the capture, not what the address
+ * holds now, is the code object of the record being resolved. What is
+ * read is used only where it is that object still (its type, fields,
+ * name and file name the same), for its line table. */
 static int capture_agrees(struct pysym_cache *c, const struct py_target *t, const struct entry *e)
 {
-	struct capture *k = capture_slot(c, t->pid, e->code);
+	const struct capture *k = capture_slot(c, t->pid, e->code);
 
 	if (k->pid != t->pid || k->code != e->code)
 		return 1;
-	if (e->type != k->type)
-		return 0;
-	if (e->fp != k->fp)
-		k->pid = 0;
-	return 1;
+	return e->type == k->type && e->fp == k->fp && strcmp(e->name, k->name) == 0 &&
+	       strcmp(e->filename, k->filename) == 0;
 }
 
 /* e from the capture of code, when there is one: named, no line table. */
@@ -516,21 +536,6 @@ static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64
 	e->type = k->type;
 	c->st.from_captures++;
 	return 0;
-}
-
-static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint64_t code)
-{
-	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
-
-	for (int i = 0; i < WAYS; i++)
-		if (set[i].pid == t->pid && set[i].code == code)
-			return &set[i];
-	return NULL;
-}
-
-int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code)
-{
-	return find((struct pysym_cache *)c, t, code) != NULL;
 }
 
 /* Compares the queued entries with their code objects, with one
