@@ -223,17 +223,19 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 			    __u64 code)
 {
 	struct py_code_capture *c;
-	__u32 zero = 0, name_off, file_off;
+	__u32 zero = 0, name_off, file_off, span;
 	__u64 name, file;
 
 	if (!off || !s)
 		return 0;
 	name_off = off->code_name;
 	file_off = off->code_filename;
-	if (name_off > PY_CAPTURE_CODE - 8 || file_off > PY_CAPTURE_CODE - 8)
+	span = off->code_span;
+	if (name_off > PY_CAPTURE_CODE - 8 || file_off > PY_CAPTURE_CODE - 8 ||
+	    span < 8 || span > PY_CAPTURE_CODE)
 		return 0;
 	c = bpf_map_lookup_elem(&capture_buf, &zero);
-	if (!c || bpf_probe_read_user(c->obj, PY_CAPTURE_CODE, (const void *)code))
+	if (!c || bpf_probe_read_user(c->obj, span, (const void *)code))
 		return 0;
 	__builtin_memcpy(&name, c->obj + name_off, sizeof(name));
 	__builtin_memcpy(&file, c->obj + file_off, sizeof(file));

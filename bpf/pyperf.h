@@ -131,7 +131,10 @@ struct py_walk_offsets {
 	 * object from the one freed at its address before (two modules'
 	 * bodies have two live dicts); PYPERF_NO_FIELD: by address alone */
 	__u16 frame_globals;
-	__u16 _pad;
+	__u16 code_span;		/* bytes of a code object captured: to the
+					 * end of the last field user space takes
+					 * (<= PY_CAPTURE_CODE), none past it, where
+					 * the mapping may end */
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -480,6 +483,9 @@ struct py_code_capture {
 	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
 				 * no frames */
 	__u64 code;		/* the code object's address */
+	/* obj holds the code object's first code_span bytes (the layout's,
+	 * py_walk_offsets), name and file the first name_len and file_len
+	 * bytes of its name and file name. */
 	__u16 name_len;		/* bytes of name read: PY_CAPTURE_NAME, less
 				 * near the end of a mapping, 0 unread */
 	__u16 file_len;		/* ... of file */

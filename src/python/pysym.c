@@ -32,8 +32,11 @@
  * time_ns read memory after the walk did. */
 #define WALK_SLACK_NS	1000000ULL
 /* Code objects named by the BPF program at their first sample, kept for
- * when they are gone by the time their records are resolved. */
-#define CAPTURES	1024		/* direct-mapped */
+ * when they are gone by the time their records are resolved: a docutils
+ * start-up makes ~500 in its first second, a batch of records up to 200 ms
+ * of them. The oldest of a set goes first. */
+#define CAPTURE_WAYS	4
+#define CAPTURES	4096		/* CAPTURES / CAPTURE_WAYS sets */
 #define CAPTURE_NAME	256		/* UTF-8 of PY_CAPTURE_NAME str bytes fits */
 #define CAPTURE_FILE	512
 
@@ -60,6 +63,7 @@ struct capture {
 	uint64_t type;			/* its ob_type: the code type's address */
 	uint64_t fp;			/* fingerprint(), as load_entry() computes it */
 	int32_t firstlineno;
+	uint64_t seq;			/* captures before it: its age */
 	char name[CAPTURE_NAME], filename[CAPTURE_FILE];
 };
 
@@ -91,6 +95,7 @@ struct pysym_cache {
 	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
 	struct capture *captures;	/* CAPTURES of them */
+	uint64_t capture_seq;
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -450,9 +455,28 @@ int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_
 	return find((struct pysym_cache *)c, t, code) != NULL;
 }
 
-static struct capture *capture_slot(struct pysym_cache *c, int pid, uint64_t code)
+/* The capture of code, or NULL; with victim, the slot to put it in (its
+ * own, an empty one or the oldest of its set). */
+static struct capture *capture_find(struct pysym_cache *c, int pid, uint64_t code,
+				    struct capture **victim)
 {
-	return &c->captures[hash64(code ^ (uint64_t)pid << 48) % CAPTURES];
+	struct capture *set = &c->captures[(hash64(code ^ (uint64_t)pid << 48) %
+					    (CAPTURES / CAPTURE_WAYS)) * CAPTURE_WAYS];
+	struct capture *v = &set[0];
+
+	for (int i = 0; i < CAPTURE_WAYS; i++) {
+		if (set[i].pid == pid && set[i].code == code) {
+			v = &set[i];
+			if (victim)
+				*victim = v;
+			return v;
+		}
+		if (!set[i].pid || (v->pid && set[i].seq < v->seq))
+			v = &set[i];
+	}
+	if (victim)
+		*victim = v;
+	return NULL;
 }
 
 /* A str of a capture: from the bytes the program read, else (longer than
@@ -470,13 +494,16 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
-	struct capture *k = capture_slot(c, t->pid, cap->code);
+	struct capture *k;
 	struct entry *e;
 	uint16_t lo, len;
 
+	capture_find(c, t->pid, cap->code, &k);
 	fp_span(o, &lo, &len);
-	if (name_off > PY_CAPTURE_CODE - 8 || o->ob_type > PY_CAPTURE_CODE - 8 ||
-	    lo + len > PY_CAPTURE_CODE || cap->name_len > PY_CAPTURE_NAME ||
+	if (t->layout.walk.code_span > PY_CAPTURE_CODE ||
+	    name_off + 8u > t->layout.walk.code_span ||
+	    o->ob_type + 8u > t->layout.walk.code_span ||
+	    lo + len > t->layout.walk.code_span || cap->name_len > PY_CAPTURE_NAME ||
 	    cap->file_len > PY_CAPTURE_FILE)
 		return;
 	k->pid = 0;
@@ -490,6 +517,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	k->type = field_ptr(cap->obj, o->ob_type);
 	k->code = cap->code;
 	k->pid = t->pid;
+	k->seq = ++c->capture_seq;
 	c->st.captures++;
 	/* The program saw a code object new at this address: what is cached
 	 * for it was read of the one before (possibly with the same fields,
@@ -507,9 +535,9 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
  * name and file name the same), for its line table. */
 static int capture_agrees(struct pysym_cache *c, const struct py_target *t, const struct entry *e)
 {
-	const struct capture *k = capture_slot(c, t->pid, e->code);
+	const struct capture *k = capture_find(c, t->pid, e->code, NULL);
 
-	if (k->pid != t->pid || k->code != e->code)
+	if (!k)
 		return 1;
 	return e->type == k->type && e->fp == k->fp && strcmp(e->name, k->name) == 0 &&
 	       strcmp(e->filename, k->filename) == 0;
@@ -519,9 +547,9 @@ static int capture_agrees(struct pysym_cache *c, const struct py_target *t, cons
 static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 			struct entry *e)
 {
-	struct capture *k = capture_slot(c, t->pid, code);
+	struct capture *k = capture_find(c, t->pid, code, NULL);
 
-	if (k->pid != t->pid || k->code != code)
+	if (!k)
 		return -1;
 	e->name = strdup(k->name);
 	e->filename = strdup(k->filename);
