@@ -489,6 +489,9 @@ static int capture_str(const struct py_target *t, const uint8_t *obj, size_t got
 	return r == 1 ? pysym_read_str(t, addr, buf, len) : r;
 }
 
+static int capture_agrees(struct pysym_cache *c, const struct py_target *t,
+			  const struct entry *e);
+
 void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 		   const struct py_code_capture *cap)
 {
@@ -519,10 +522,11 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	k->pid = t->pid;
 	k->seq = ++c->capture_seq;
 	c->st.captures++;
-	/* The program saw a code object new at this address: what is cached
-	 * for it was read of the one before (possibly with the same fields,
-	 * a line table and a file name str at the same addresses too). */
-	if ((e = find(c, t, cap->code)))
+	/* The program saw a code object new at this address (or one it had
+	 * forgotten): what is cached for it may be of the one before,
+	 * possibly with the same fields, a line table and a file name str at
+	 * the same addresses too, but not the same name and file name. */
+	if ((e = find(c, t, cap->code)) && !capture_agrees(c, t, e))
 		entry_clear(e);
 }
 
