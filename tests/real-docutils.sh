@@ -15,6 +15,10 @@
 # __libc_start_main, start_thread, clone3...) are in each stack: at most 2%
 # of samples may have a Python frame root-ward of them (issue 22: Python
 # frames appended at the root instead of merged into the native stack).
+# Issue 23, item 3: at most 0.2 % of the samples with a placeholder frame,
+# those inside an import included (a module's body freed at the end of its
+# import, before user space read its code object: 2.7-5.4 % of the samples
+# before the BPF program captured new code objects).
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -87,9 +91,8 @@ for line in open(stacks):
     if py:
         depths += [len(py)] * count
     if any(f in ("[unreadable Python frame]", "[truncated]") for f in frames):
-        # A module's body freed at the end of its import, before user
-        # space read its code object (issue 23, item 3): counted apart,
-        # shown, not judged here; every other placeholder is.
+        # Inside an import: most likely a module's body freed at the end
+        # of its import (issue 23, item 3); shown apart, judged with all.
         if any(f.startswith("_find_and_load (") for f in py):
             import_placeholders += count
         else:
@@ -118,8 +121,9 @@ print("%d samples: parser %.1f%%, writer %.1f%%, %.1f%% of those under <module> 
       "publish_cmdline -> Publisher; median Python depth %d; placeholders %.1f%%"
       % (total, 100.0 * parser / max(total, 1), 100.0 * writer / max(total, 1),
          100.0 * nested / work, depth, 100.0 * placeholders / max(total, 1)))
-print("placeholders inside an import (freed module bodies, issue 23): %.1f%%"
-      % (100.0 * import_placeholders / max(total, 1)))
+print("placeholders inside an import (freed module bodies, issue 23): %.2f%%; "
+      "all placeholders: %.2f%%" % (100.0 * import_placeholders / max(total, 1),
+                                    100.0 * (placeholders + import_placeholders) / max(total, 1)))
 print("Python frames out of place (root-ward of _start, start_thread...): %.1f%% of %d samples"
       " (%d; %d samples reach a start-up frame)"
       % (100.0 * misplaced / max(total, 1), total, misplaced, rooted))
@@ -135,8 +139,9 @@ if nested < 0.97 * work:
                   % (work - nested, work))
 if depth < 15:
     errors.append("median Python depth %d < 15" % depth)
-if placeholders > 0.05 * total:
-    errors.append("placeholder frames in %d samples (> 5%%)" % placeholders)
+if placeholders + import_placeholders > 0.002 * total:
+    errors.append("placeholder frames in %d samples (> 0.2%%), %d of them inside an import"
+                  % (placeholders + import_placeholders, import_placeholders))
 m = re.search(r"native: (\d+) stacks unwound, (\d+) stopped early, (\d+) stack copies failed, "
               r"(\d+) merge mismatches", err)
 if not m:
