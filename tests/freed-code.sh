@@ -7,7 +7,9 @@
 # Every body must be named, with its own file (one module's samples named
 # after another would skew the weights), and at most 0.2 % of the samples
 # may hold a placeholder; on pyenv 3.8, 3.10, 3.12 and 3.13 and Debian sid's
-# 3.14 and 3.15 (their chroot, tests/sid-common.sh).
+# 3.14 and 3.15 (their chroot, tests/sid-common.sh). The 3.12 run is also
+# recorded and replayed: the captures are records, so the replay names the
+# freed bodies as the live session did, byte for byte.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -20,9 +22,10 @@ trap 'rm -rf "$work" $sid_work' EXIT
 root=${PYENV_ROOT:-/root/.pyenv}/versions
 failed=0
 
-# run NAME WHERE PYTHON: WHERE is host, or sid for PYTHON in the chroot.
+# run NAME WHERE PYTHON [record]: WHERE is host, or sid for PYTHON in the
+# chroot; record: --record too, and the replay must give the same profile.
 run() {
-	name=$1 where=$2 py=$3
+	name=$1 where=$2 py=$3 rec=${4:-}
 	if [ "$where" = sid ]; then
 		mods=$sid_work/m
 		rm -rf "$mods" && mkdir "$mods"
@@ -33,8 +36,18 @@ run() {
 		rm -rf "$mods" && mkdir "$mods"
 		set -- "$py" "$TOP_SRCDIR/tests/workloads/freed_code.py" "$mods"
 	fi
-	if ! "$PYPERF" -d 0 --format collapsed -o "$work/p.txt" -v -- "$@" 2> "$work/err"; then
+	if ! "$PYPERF" -d 0 --format collapsed -o "$work/p.txt" -v \
+		${rec:+--record "$work/r.rec"} -- "$@" 2> "$work/err"; then
 		cat "$work/err"; echo "FAIL $name: the profiled run failed"; failed=1; return
+	fi
+	if [ -n "$rec" ]; then
+		if "$PYPERF" --replay "$work/r.rec" --format collapsed -o "$work/replay.txt" \
+			> "$work/replay.log" 2>&1 && cmp -s "$work/p.txt" "$work/replay.txt"; then
+			echo "PASS $name: the replay gives the live profile, byte for byte"
+		else
+			sed 's/^/  /' "$work/replay.log"
+			echo "FAIL $name: the replay does not give the live profile"; failed=1
+		fi
 	fi
 	grep -E "samples|code-object" "$work/err"
 	if "$PYTHON3" - "$work/p.txt" <<'PYEOF'
@@ -81,7 +94,8 @@ PYEOF
 for v in 3.8.18 3.10.13 3.12.1 3.13.0; do
 	py=$root/$v/bin/python${v%.*}
 	if [ -x "$py" ]; then
-		run "freed module bodies on pyenv $v" host "$py"
+		run "freed module bodies on pyenv $v" host "$py" \
+			"$([ "$v" = 3.12.1 ] && echo record)"
 	else
 		echo "note: $py not present: left out"
 	fi
