@@ -25,12 +25,18 @@ const volatile __u32 pidns_ino = 0;
 
 /* The initial PID namespace's inode number (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO	0xEFFFFFFCU
+#define PF_EXITING		0x00000004	/* include/linux/sched.h: in do_exit() */
 
 /* --gil: only samples of threads holding the GIL are sent. */
 const volatile bool gil_only = false;
 
 /* --kernel: the kernel stack of samples taken in the kernel. */
 const volatile bool kernel_stacks = false;
+
+/* --mode wall: samples weigh the time they cover (oncpu_span), in
+ * ns of a sampling period at most SPAN_MAX_PERIODS sample_period_ns. */
+const volatile bool wall_mode = false;
+const volatile __u64 sample_period_ns = 1000000;
 
 /* Elements allocated one by one (kmalloc'd, in the kernel's direct map)
  * rather than preallocated in one vmalloc'd area of 4K pages: at 99 Hz
@@ -56,6 +62,51 @@ struct {
 	__type(key, int);
 	__type(value, __u64);
 } tstates SEC(".maps");
+
+/* Wall mode, per target thread: until when its time on the CPU is counted
+ * (its last sample, or its switch-in); 0: not known. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} oncpu_since SEC(".maps");
+
+/*
+ * Wall mode: the time on the CPU a record of task covers, where every
+ * thread is to weigh the whole window. cpu-clock's timer is late under
+ * load (an hrtimer forwarded past missed periods fires once), so a
+ * period per sample undercounts a busy thread by a few percent; a sample
+ * weighs the time since the thread's previous sample or switch-in
+ * instead, and a switch-out (leaving) carries the rest, the time since
+ * its last sample, for user space to add as running. A thread not seen
+ * coming onto the CPU has been on it since its process became a target
+ * (proc_since). Where the time is not known (a switch-in not recorded:
+ * task storage can fail in this context) or implausible (more than
+ * SPAN_MAX_PERIODS periods: samples come every period while it runs), a
+ * sample weighs its period and a switch-out nothing.
+ */
+#define SINCE_OFF		1	/* it left the CPU; its switch-in sets the time */
+#define SPAN_MAX_PERIODS	64
+
+static __always_inline __u64 oncpu_span(struct task_struct *task, __u64 now, __u64 period,
+					int leaving, __u64 proc_since)
+{
+	__u64 *since, from, span = 0;
+
+	if (!wall_mode)
+		return period;
+	since = bpf_task_storage_get(&oncpu_since, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!since)
+		return leaving ? 0 : period;
+	from = *since == 0 ? proc_since : *since == SINCE_OFF ? 0 : *since;
+	if (from && now > from)
+		span = now - from;
+	if (!span || span > SPAN_MAX_PERIODS * (__u64)sample_period_ns)
+		span = leaving ? 0 : period;
+	*since = leaving ? SINCE_OFF : now;
+	return span;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1469,6 +1520,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (!cfg)
 		return 0;
 	stat_inc(STAT_EVENTS);
+	period = oncpu_span(task, bpf_ktime_get_ns(), period, (flags & SAMPLE_F_OFFCPU) != 0,
+			    cfg->since_ns);
 	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
 		return 0;
@@ -1594,7 +1647,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
  * Wall mode: a target thread leaving the CPU (to sleep, wait for I/O, a
  * lock or the GIL, or because it was preempted) is sampled there, while it
  * is still current; when it comes back, a short record closes the
- * interval. User space weights the stack by the time off the CPU.
+ * interval. User space weights the stack by the time off the CPU. The
+ * switch-out record's period is the thread's time on the CPU since its
+ * last sample (oncpu_span).
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
@@ -1602,7 +1657,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct py_sample_hdr h = {};
 	__u32 tgid;
 
-	sample_current(ctx, 0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
+	/* A thread that exits leaves the CPU for good: no wait to count
+	 * (its interval would stay open until the end of every interval). */
+	if (!(BPF_CORE_READ(prev, flags) & PF_EXITING))
+		sample_current(ctx, 0xffffffffffffffffULL, 0, SAMPLE_F_OFFCPU);
 	if (pid_nr_in_our_ns(BPF_CORE_READ(next, group_leader, thread_pid), &tgid) ||
 	    !bpf_map_lookup_elem(&procs, &tgid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(next, thread_pid), &h.tid))
@@ -1610,6 +1668,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	h.pid = tgid;
 	h.time_ns = bpf_ktime_get_ns();
 	h.flags = SAMPLE_F_OFFCPU_END;
+	oncpu_span(next, h.time_ns, 0, 0, 0);	/* its time on the CPU starts */
 	if (bpf_ringbuf_output(&events, &h, sizeof(h), wakeup_flag(0, 0)))
 		stat_inc(STAT_LOST);
 	return 0;

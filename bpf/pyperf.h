@@ -163,6 +163,10 @@ struct py_proc_config {
 	__u64 gil_current_addr;	/* PyThreadState *tstate_current */
 	__u64 gil_enabled_addr;	/* free-threaded: int enabled; 0 elsewhere */
 	struct py_walk_offsets off;
+	__u64 since_ns;		/* wall mode: bpf_ktime_get_ns() when the process
+				 * became a target (set as the entry is written):
+				 * a thread running since has its time on the CPU
+				 * counted from there */
 };
 
 /* Process events for discovery (the "proc_events" ring buffer), in the

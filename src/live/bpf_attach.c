@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -100,6 +101,10 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 	}
 	skel->rodata->gil_only = cfg->gil_only;
 	skel->rodata->kernel_stacks = cfg->kernel;
+	/* Spans of time weigh samples whose period is time. */
+	skel->rodata->wall_mode = cfg->wall && strcmp(cfg->event, "cycles") != 0;
+	skel->rodata->sample_period_ns = cfg->frequency ? 1000000000ULL / cfg->frequency :
+							  cfg->sample_period;
 	if (stat("/proc/self/ns/pid", &ns)) {
 		fprintf(stderr, "pyperf-pprof: cannot stat /proc/self/ns/pid: %s (is /proc mounted?)\n",
 			strerror(errno));
@@ -139,8 +144,18 @@ int bpf_attach_load(struct bpf_attach *a, const struct config *cfg, const struct
 	return 0;
 }
 
+/* CLOCK_MONOTONIC, bpf_ktime_get_ns()'s clock. */
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
 void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
 {
+	struct py_proc_config c = t->bpf;
 	__u32 key = (__u32)t->pid;
 
 	if (!a->skel)
@@ -149,8 +164,8 @@ void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
 		bpf_map__delete_elem(a->skel->maps.procs, &key, sizeof(key), 0);
 		return;
 	}
-	if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key), &t->bpf,
-				 sizeof(t->bpf), BPF_ANY))
+	c.since_ns = now_ns();
+	if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key), &c, sizeof(c), BPF_ANY))
 		fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 			t->pid, strerror(errno));
 }

@@ -20,6 +20,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "blocked.h"
 #include "bpf_attach.h"
 #include "eventlog.h"
 #include "ktables.h"
@@ -101,6 +102,10 @@ struct session {
 	struct native_diff diff;	/* --unwind both */
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
+	uint64_t start_mono;		/* CLOCK_MONOTONIC when the events attached */
+	int64_t start_wall;		/* ... and CLOCK_REALTIME */
+	uint64_t stop_mono;		/* when they were detached; 0: not yet */
+	int64_t stop_wall;
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 	uint64_t write_failures;	/* writes failed in a row */
 	int final_write;		/* the last one: tried whatever the probe says */
@@ -120,6 +125,7 @@ static void on_signal(int sig)
 }
 
 static uint64_t mono_ns(void);
+static int64_t wall_ns(void);
 
 /* --unwind kernel: a sample's walk met a mapping not loaded yet. */
 static void on_native_miss(void *ctx, int pid, uint64_t taken_ns)
@@ -129,6 +135,25 @@ static void on_native_miss(void *ctx, int pid, uint64_t taken_ns)
 
 	if (t)
 		ktables_load_pid(s->kt, t->src, pid, &t->tramp, mono_ns(), taken_ns);
+}
+
+static int batch_add(struct session *s, const struct py_target *t, const void *data,
+		     size_t size);
+
+static int emit_blocked(void *ctx, const struct py_target *t, const void *rec, size_t size)
+{
+	return batch_add(ctx, t, rec, size);
+}
+
+/* Wall mode: t's threads off the CPU now, blocked perhaps since long
+ * before, wait from time_ns on (blocked.h). Called once the BPF program
+ * samples t, so a thread that runs after this has its switch-in seen. */
+static void snapshot_blocked(struct session *s, const struct py_target *t, uint64_t time_ns)
+{
+	if (s->cfg->wall &&
+	    blocked_snapshot(t, s->cfg->stack_bytes, s->cfg->gil_only, time_ns, emit_blocked, s))
+		fprintf(stderr, "pyperf-pprof: out of memory reading the waiting threads of pid %d; "
+			"their waits count from their next switch-out only\n", (int)t->pid);
 }
 
 static void say(const struct session *s, const char *fmt, ...)
@@ -160,6 +185,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		bpf_attach_target(&s->bpf, t, 1);
 		if (s->kt)
 			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), KT_FORCE);
+		if (s->pl)	/* else when the pipeline starts */
+			snapshot_blocked(s, t, mono_ns());
 		return;
 	}
 	if (event == 0) {
@@ -221,6 +248,13 @@ static int load_bpf(struct session *s)
 	/* A recording keeps the checks' reads, for replay to repeat. */
 	if (!s->rec && bpf_attach_checks(&s->bpf, &s->chk.req, &s->chk.slots))
 		s->chk.req = NULL;
+	/* The window starts with the first sample it may hold; a thread
+	 * running from then on counts from then (wall mode, pyperf.bpf.c:
+	 * oncpu_span). */
+	for (size_t i = 0; s->cfg->wall && i < s->ts.n; i++)
+		bpf_attach_target(&s->bpf, s->ts.v[i], 1);
+	s->start_mono = mono_ns();
+	s->start_wall = wall_ns();
 	return bpf_attach_events(&s->bpf, s->cfg, (long)(SCAN_NS / 1000000));
 }
 
@@ -492,6 +526,11 @@ static int poll_loop(struct session *s)
 		if (write_requested ||
 		    (s->cfg->interval_s && now - s->interval_t0 >= (int64_t)s->cfg->interval_s * 1000000000LL)) {
 			write_requested = 0;
+			/* What the ring buffer holds so far belongs to this
+			 * interval: a wait that ended before the boundary is
+			 * not to be counted on in the next. */
+			s->pass_end = now + PASS_NS;
+			ring_buffer__consume(s->rb);
 			if (flush_batch(s))
 				return 0;
 			write_profile(s, 0, s->cfg->interval_s != 0);
@@ -516,6 +555,12 @@ static int poll_loop(struct session *s)
 static void stop_sampling(struct session *s)
 {
 	bpf_attach_stop(&s->bpf);
+	/* The window ends here, not once the drain below is done: a busy
+	 * thread has no sample after it, a waiting one would count on. */
+	if (!s->stop_mono) {
+		s->stop_mono = mono_ns();
+		s->stop_wall = wall_ns();
+	}
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
 	if (!s->rb)
@@ -603,9 +648,11 @@ static int start_pipeline(struct session *s)
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
-	pipeline_start(s->pl, wall_ns(), mono_ns());
+	pipeline_start(s->pl, s->start_wall, s->start_mono);
 	for (size_t i = 0; i < s->ts.n; i++)
 		pipeline_target_add(s->pl, s->ts.v[i]);
+	for (size_t i = 0; i < s->ts.n; i++)
+		snapshot_blocked(s, s->ts.v[i], s->start_mono);
 	return 0;
 }
 
@@ -643,8 +690,8 @@ static int write_profile(struct session *s, int final, int rotate)
 	if (final)
 		show_status(s, 1);
 	memcpy(k.stats, s->bpf_stats, sizeof(s->bpf_stats));
-	k.wall_ns = wall_ns();
-	k.mono_ns = mono_ns();
+	k.wall_ns = final && s->stop_mono ? s->stop_wall : wall_ns();
+	k.mono_ns = final && s->stop_mono ? s->stop_mono : mono_ns();
 	s->final_write = final;
 	r = pipeline_write(s->pl, &k, path, sizeof(path), err, sizeof(err));
 	if (final) {

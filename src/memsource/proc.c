@@ -242,3 +242,30 @@ int proc_comm(const struct target_src *src, pid_t pid, char *buf, size_t len)
 	free(text);
 	return 0;
 }
+
+int proc_parse_syscall(const char *text, uint64_t *sp, uint64_t *pc)
+{
+	const char *p = text;
+	char *end;
+	long long nr;
+
+	if (strncmp(text, "running", 7) == 0)
+		return 0;
+	errno = 0;
+	nr = strtoll(p, &end, 0);
+	if (end == p || errno)
+		return -1;
+	p = end;
+	/* "NR ARG1..ARG6 SP PC" in a system call, "-1 SP PC" blocked
+	 * elsewhere in the kernel (a page fault); "running" also when
+	 * runnable, waiting for a CPU. */
+	for (int i = 0; nr != -1 && i < 6; i++, p = end)
+		if (strtoull(p, &end, 0), end == p)
+			return -1;
+	*sp = strtoull(p, &end, 0);
+	if (end == p)
+		return -1;
+	p = end;
+	*pc = strtoull(p, &end, 0);
+	return end == p ? -1 : 1;
+}

@@ -48,5 +48,11 @@ int proc_container_id_parse(const char *text, size_t n, char *buf, size_t len);
  * (pid, start time) identifies a process across PID reuse. */
 uint64_t proc_start_time(pid_t pid);
 int proc_comm(const struct target_src *src, pid_t pid, char *buf, size_t len);
+/* The user sp and pc in the text of a /proc/PID/task/TID/syscall file
+ * ("NR ARG1..ARG6 SP PC", "-1 SP PC" or "running"); pure, for tests.
+ * 1 when the thread is off the CPU (in a system call, or blocked
+ * elsewhere in the kernel), 0 when it is running or runnable, -1 when
+ * the text says neither. */
+int proc_parse_syscall(const char *text, uint64_t *sp, uint64_t *pc);
 
 #endif

@@ -267,6 +267,10 @@ static int rotate(struct pipeline *p, const struct pipeline_tick *k)
 
 	if (!next)
 		return -1;
+	/* Waits still going on go on in the new profile, with their stacks. */
+	if (sample_offcpu_move(&p->sink, next))
+		fprintf(stderr, "pyperf-pprof: out of memory carrying waits into the next interval; "
+			"those threads count again from their next switch-out\n");
 	profile_free(p->sink.prof);
 	/* Give the freed profile and encoding buffers back to the system: a
 	 * sidecar's RSS then follows what it holds, interval after interval. */

@@ -714,6 +714,56 @@ uint64_t profile_location_lines(struct profile *p, uint64_t mapping_id,
 	return ++p->nlocs;
 }
 
+/* Mapping id of src, interned in dst: 0 for none, UINT64_MAX on failure. */
+static uint64_t copy_mapping(struct profile *dst, const struct profile *src, uint64_t id)
+{
+	const struct profile_mapping_rec *m;
+	struct profile_mapping_desc d;
+	uint64_t r;
+
+	if (!id)
+		return 0;
+	if (id > src->nmaps)
+		return UINT64_MAX;
+	m = &src->maps[id - 1];
+	d = (struct profile_mapping_desc){ .memory_start = m->memory_start,
+		.memory_limit = m->memory_limit, .file_offset = m->file_offset,
+		.filename = src->strs[m->filename], .build_id = src->strs[m->build_id],
+		.has_functions = m->has_functions, .has_filenames = m->has_filenames,
+		.has_line_numbers = m->has_line_numbers,
+		.has_inline_frames = m->has_inline_frames };
+	r = profile_mapping(dst, &d);
+	return r ? r : UINT64_MAX;
+}
+
+uint64_t profile_copy_location(struct profile *dst, const struct profile *src, uint64_t loc)
+{
+	struct profile_line lines[PROFILE_COPY_LINES];
+	const struct profile_location_rec *l;
+	uint64_t mid;
+
+	if (!loc || loc > src->nlocs)
+		return 0;
+	l = &src->locs[loc - 1];
+	if (l->nlines > PROFILE_COPY_LINES || (mid = copy_mapping(dst, src, l->mapping_id)) == UINT64_MAX)
+		return 0;
+	for (uint32_t i = 0; i < l->nlines; i++) {
+		const struct profile_line *sl = &src->lines[l->line_off + i];
+		const struct profile_function_rec *f;
+
+		if (!sl->function_id || sl->function_id > src->nfuncs)
+			return 0;
+		f = &src->funcs[sl->function_id - 1];
+		lines[i].line = sl->line;
+		lines[i].function_id = profile_function(dst, src->strs[f->name],
+							src->strs[f->system_name],
+							src->strs[f->filename], f->start_line);
+		if (!lines[i].function_id)
+			return 0;
+	}
+	return profile_location_lines(dst, mid, l->address, lines, l->nlines);
+}
+
 uint64_t profile_location(struct profile *p, uint64_t mapping_id,
 			  uint64_t address, uint64_t function_id,
 			  int64_t line)

@@ -102,6 +102,12 @@ uint64_t profile_location_lines(struct profile *p, uint64_t mapping_id,
 				const struct profile_line *lines,
 				size_t nlines);
 
+/* Location loc of profile src, with its mapping and functions, interned
+ * in dst (an interval's stack still open when the next begins): its id in
+ * dst, or 0 (unknown loc, more than PROFILE_COPY_LINES lines, no memory). */
+#define PROFILE_COPY_LINES 64
+uint64_t profile_copy_location(struct profile *dst, const struct profile *src, uint64_t loc);
+
 /*
  * Adds values (one per sample type) to the sample for this stack (location
  * ids, leaf first) and label set, creating it if new.  Label order does

@@ -669,20 +669,45 @@ static void offcpu_clear(struct sample_sink *k, struct offcpu *o)
 	}
 }
 
-/* A thread left the CPU: keep its stack until it returns. */
-static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t n,
-			const char *tname, const char *task)
+/* The stack weighs the time it was away, up to now_ns. */
+static int offcpu_add(struct sample_sink *k, const struct py_target *t, const struct offcpu *o,
+		      uint64_t now_ns)
+{
+	int64_t w = now_ns > o->start_ns ? (int64_t)(now_ns - o->start_ns) : 0;
+	int64_t count = k->period_ns ? (w + (int64_t)k->period_ns / 2) / (int64_t)k->period_ns : 1;
+
+	return w > 0 && o->locs ? add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname,
+					      o->task, o->flags, count, w) : 0;
+}
+
+/* It is back. */
+static int offcpu_end(struct sample_sink *k, const struct py_target *t, struct offcpu *o,
+		      uint64_t now_ns)
+{
+	int r = offcpu_add(k, t, o, now_ns);
+
+	offcpu_clear(k, o);
+	return r;
+}
+
+/* A thread left the CPU: keep its stack until it returns (or count it now
+ * if its return was read first). */
+static int offcpu_start(struct sample_sink *k, const struct py_target *t,
+			const struct py_sample *s, size_t n, const char *tname, const char *task)
 {
 	struct offcpu *o = offcpu_slot(k, s->h.tid, 1);
+	uint64_t back;
 
 	if (!o) {
 		k->n.offcpu_dropped++;
 		return 0;
 	}
+	back = o->tid && !o->locs ? o->end_ns : 0;
 	free(o->locs);
 	o->locs = malloc(n * sizeof(*o->locs));
 	if (!o->locs) {
 		memset(o, 0, sizeof(*o));
+		offcpu_clear(k, o);
 		return -1;
 	}
 	memcpy(o->locs, k->locs, n * sizeof(*o->locs));
@@ -690,27 +715,39 @@ static int offcpu_start(struct sample_sink *k, const struct py_sample *s, size_t
 	o->pid = s->h.pid;
 	o->tid = s->h.tid;
 	o->flags = s->h.flags;
-	o->start_ns = s->h.time_ns;
+	o->end_ns = 0;
+	/* A switch-out read after the interval's boundary, from before it,
+	 * counts from the boundary: the interval before is written. */
+	o->start_ns = s->h.time_ns > k->offcpu_floor ? s->h.time_ns : k->offcpu_floor;
 	snprintf(o->tname, sizeof(o->tname), "%s", tname);
 	snprintf(o->task, sizeof(o->task), "%s", task ? task : "");
+	/* Its switch-in came first: this wait is over. (An older one is of
+	 * an earlier run on the CPU, whose switch-out was never seen.) */
+	return back >= s->h.time_ns ? offcpu_end(k, t, o, back) : 0;
+}
+
+/* A thread came back to the CPU at now_ns. */
+static int offcpu_back(struct sample_sink *k, const struct py_target *t, uint32_t tid,
+		       uint64_t now_ns)
+{
+	struct offcpu *o = offcpu_slot(k, tid, 1);
+
+	if (!o) {
+		k->n.offcpu_dropped++;
+		return 0;
+	}
+	if (o->tid && o->locs)
+		return offcpu_end(k, t, o, now_ns);
+	/* No wait open: its switch-out may still be on its way. */
+	o->tid = tid;
+	o->pid = (uint32_t)t->pid;
+	o->end_ns = now_ns;
 	return 0;
 }
 
-/* It is back: the stack weighs the time it was away. */
-static int offcpu_end(struct sample_sink *k, const struct py_target *t, struct offcpu *o,
-		      uint64_t now_ns)
-{
-	int64_t w = now_ns > o->start_ns ? (int64_t)(now_ns - o->start_ns) : 0;
-	int64_t count = k->period_ns ? (w + (int64_t)k->period_ns / 2) / (int64_t)k->period_ns : 1;
-	int r = 0;
-
-	if (w > 0)
-		r = add_labeled(k, t, o->locs, o->n, o->pid, o->tid, o->tname, o->task,
-				o->flags, count, w);
-	offcpu_clear(k, o);
-	return r;
-}
-
+/* A wait still going on counts up to now_ns in this interval and goes on
+ * in the next from there: a thread blocked for hours shows in every
+ * interval, whole. A thread whose process is gone is dropped. */
 void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 			 const struct py_target *(*find)(void *ctx, int pid), void *ctx)
 {
@@ -720,12 +757,41 @@ void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 
 		while (o->tid) {	/* clearing may shift another entry here */
 			t = find(ctx, (int)o->pid);
-			if (t)
-				offcpu_end(k, t, o, now_ns);
-			else
+			/* A switch-in whose switch-out has not come in a whole
+			 * interval is of a thread still running (or gone). */
+			if (!t || (!o->locs && o->end_ns < k->offcpu_floor)) {
 				offcpu_clear(k, o);
+				continue;
+			}
+			offcpu_add(k, t, o, now_ns);
+			if (now_ns > o->start_ns)
+				o->start_ns = now_ns;
+			break;
 		}
 	}
+	if (now_ns > k->offcpu_floor)
+		k->offcpu_floor = now_ns;
+}
+
+int sample_offcpu_move(struct sample_sink *k, struct profile *next)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < OFFCPU_MAX; i++) {
+		struct offcpu *o = &k->offcpu[i];
+		size_t j = 0;
+
+		while (o->tid) {	/* clearing may shift another entry here */
+			for (j = 0; j < o->n; j++)
+				if (!(o->locs[j] = profile_copy_location(next, k->prof, o->locs[j])))
+					break;
+			if (j == o->n)
+				break;
+			offcpu_clear(k, o);	/* out of memory: its wait is lost */
+			r = -1;
+		}
+	}
+	return r;
 }
 
 /* Where a record's frames are: *hdr bytes of header before them, *fsize
@@ -874,9 +940,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		return 0;
 	}
 	if (size >= sizeof(s->h) && (s->h.flags & SAMPLE_F_OFFCPU_END)) {
-		struct offcpu *o = offcpu_slot(k, s->h.tid, 0);
-
-		return o ? offcpu_end(k, t, o, s->h.time_ns) : 0;
+		return offcpu_back(k, t, s->h.tid, s->h.time_ns);
 	}
 	k->n.records++;
 	k->n.record_bytes += size;	/* as sent */
@@ -933,8 +997,17 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	if (k->tasks && s->h.tstate)
 		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
 					    s->h.nframes, s->h.time_ns);
-	if (s->h.flags & SAMPLE_F_OFFCPU)
-		return offcpu_start(k, s, n, tname ? tname : comm, task);
+	if (s->h.flags & SAMPLE_F_OFFCPU) {
+		/* Its time on the CPU since its last sample (wall mode's
+		 * oncpu_span in BPF) ended here: running, with this stack. */
+		int64_t w = (int64_t)s->h.period, p = (int64_t)k->period_ns;
+
+		if (w > 0 && add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm,
+					 task, s->h.flags & ~SAMPLE_F_OFFCPU,
+					 p ? (w + p / 2) / p : 1, w))
+			return -1;
+		return offcpu_start(k, t, s, n, tname ? tname : comm, task);
+	}
 	return add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm, task,
 			   s->h.flags, 1, (int64_t)s->h.period);
 }

@@ -86,12 +86,17 @@ struct native_memo {
 };
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
-/* Wall mode: a thread's stack when it left the CPU, waiting for its return. */
+/* Wall mode: a thread's stack when it left the CPU, waiting for its return.
+ * The ring buffer is shared by the CPUs, and a switch-out record (a stack
+ * walk long) may come after the switch-in record another CPU wrote the
+ * moment the thread came back there: a slot without locs keeps that
+ * switch-in (end_ns) for the switch-out to come. */
 struct offcpu {
 	uint32_t pid, tid;	/* tid 0: free slot */
 	uint32_t flags;		/* SAMPLE_F_* of the switch-out record */
 	uint64_t start_ns;
-	uint64_t *locs;
+	uint64_t end_ns;	/* locs NULL: a switch-in seen first */
+	uint64_t *locs;		/* NULL: no wait open */
 	size_t n;
 	char tname[64];
 	char task[PYASYNCIO_LABEL_MAX];	/* "": no asyncio task */
@@ -107,6 +112,8 @@ struct sample_sink {
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
 	uint64_t period_ns;			/* wall mode: counts = weight / period */
 	struct offcpu offcpu[OFFCPU_MAX];
+	uint64_t offcpu_floor;			/* the last boundary: no wait
+						 * counts from before it */
 	struct nsym_ctx *nsym;			/* NULL: Python frames only */
 	int all_native;				/* 1: no native_filter */
 	const struct ksym_table *ksym;		/* --kernel: names of kernel frames */
@@ -178,9 +185,15 @@ void sample_precheck_answer(struct sample_sink *k, size_t i, const uint8_t *byte
 int sample_is_prompt(const struct sample_sink *k, const struct py_target *t, const void *rec,
 		     size_t size);
 
-/* Wall mode: closes every open off-CPU interval at now_ns (CLOCK_MONOTONIC)
- * and adds it; find maps a pid to its target (NULL: dropped). */
+/* Wall mode: adds every open off-CPU interval up to now_ns (CLOCK_MONOTONIC),
+ * an interval boundary; those of live threads go on from now_ns. find maps
+ * a pid to its target (NULL: the process is gone, its intervals dropped). */
 void sample_flush_offcpu(struct sample_sink *k, uint64_t now_ns,
 			 const struct py_target *(*find)(void *ctx, int pid), void *ctx);
+
+/* Wall mode: the stacks of the waits still open, moved into profile next
+ * (k->prof's successor, the next interval's). 0, or -1 when some had to
+ * be dropped for want of memory. */
+int sample_offcpu_move(struct sample_sink *k, struct profile *next);
 
 #endif

@@ -727,7 +727,38 @@ static int frame_line(const struct py_target *t, const struct entry *e, uint64_t
 	return py_layout_line(&t->layout, e->table, e->table_len, e->firstlineno, lasti, start);
 }
 
-/* tp_name of a type object of the target; NULL if unreadable. */
+#define TPFLAGS_TYPE_SUBCLASS	(1ul << 31)	/* Py_TPFLAGS_TYPE_SUBCLASS, 3.0+ */
+
+/* Is the object at type a type: its own type's tp_flags say so (CPython's
+ * PyType_Check)? A self read after its frame returned may point at freed
+ * or reused memory; its "type" then names nothing real. */
+static int is_type(const struct py_target *t, uint64_t type)
+{
+	uint64_t meta = 0, flags = 0;
+	uint16_t tf = t->layout.obj.type_flags;
+
+	if (!type || (type & 7) || tf == PYPERF_NO_FIELD)
+		return 0;
+	return target_read(t->src, t->pid, type + t->layout.code.ob_type, &meta, sizeof(meta)) == 0 &&
+	       meta && !(meta & 7) &&
+	       target_read(t->src, t->pid, meta + tf, &flags, sizeof(flags)) == 0 &&
+	       (flags & TPFLAGS_TYPE_SUBCLASS);
+}
+
+/* A class name as CPython writes tp_name: "Name" or "module.Name". */
+static int plausible_type_name(const char *s)
+{
+	if (!s[0] || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '.'))
+			return 0;
+	return 1;
+}
+
+/* tp_name of a type object of the target; NULL if unreadable or not a
+ * type's. */
 static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 			     uint64_t type)
 {
@@ -737,6 +768,8 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 	if (te->pid == t->pid && te->type == type)
 		return te->name;
 	te->pid = 0;
+	if (!is_type(t, type))
+		return NULL;
 	if (target_read(t->src, t->pid, type + t->layout.code.type_name, &name, sizeof(name)) ||
 	    target_read(t->src, t->pid, name, te->name, sizeof(te->name) - 1)) {
 		/* tp_name may sit near the end of a mapping: read less. */
@@ -745,6 +778,8 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 		te->name[32] = '\0';
 	}
 	te->name[sizeof(te->name) - 1] = '\0';
+	if (!plausible_type_name(te->name))
+		return NULL;
 	te->pid = t->pid;
 	te->type = type;
 	return te->name;

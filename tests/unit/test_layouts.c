@@ -37,6 +37,7 @@
 #include "pysym.h"
 #include "pyobj.h"
 #include "pythread.h"
+#include "pywalk.h"
 #include "target_src.h"
 
 #include <elf.h>
@@ -829,6 +830,42 @@ static void make_target(struct program *p, const struct py_layout *l, struct py_
 	t->bpf.interp_head_addr = p->runtime + l->runtime_interp_head;
 }
 
+/* The user-space walk (src/python/pywalk.c, wall mode's blocked threads)
+ * gives the n frames the walk below found, or, bad, stops at a bad frame
+ * after them. */
+static void same_as_pywalk(const struct py_target *t, uint64_t ntid,
+			   const struct py_frame_rec *rec, unsigned n, int bad)
+{
+	struct py_sample *s = calloc(1, sizeof(*s));
+	int same;
+
+	if (!s) {
+		check(0, "memory for a record");
+		return;
+	}
+	unsigned k = 0;
+
+	pywalk_thread(t, (uint32_t)ntid, s);
+	same = !(s->h.flags & SAMPLE_F_READ_ERR) && !!(s->h.flags & SAMPLE_F_BAD_CHAIN) == bad;
+	/* Its empty groups (an eval-loop call between frames, 3.15's base
+	 * frame) are the BPF walk's too; the walk below has none. */
+	for (unsigned i = 0; same && i < s->h.nframes; i++) {
+		if (s->frames[i].flags & FRAME_F_EMPTY)
+			continue;
+		same = k < n && s->frames[i].code == rec[k].code &&
+		       s->frames[i].lasti == rec[k].lasti &&
+		       (s->frames[i].flags & FRAME_F_ENTRY) == (rec[k].flags & FRAME_F_ENTRY) &&
+		       s->frames[i].tlbc == rec[k].tlbc;
+		k++;
+	}
+	same = same && k == n;
+	check(same, "user-space walk of thread %llu: %u frames%s (flags 0x%x), expected %u%s",
+	      (unsigned long long)ntid, k,
+	      s->h.flags & SAMPLE_F_BAD_CHAIN ? " then a bad one" : "", s->h.flags, n,
+	      bad ? " then a bad one" : "");
+	free(s);
+}
+
 /* "qualname@file:line" per frame, innermost first, "*" after an eval-loop
  * entry frame, ";" between; "BAD" when the walk refused a frame. */
 static void walk_thread(struct program *p, const struct py_layout *l, uint64_t ntid,
@@ -864,6 +901,7 @@ static void walk_thread(struct program *p, const struct py_layout *l, uint64_t n
 		v = py_frame_classify(w, &f);
 		if (v == PY_FRAME_BAD) {
 			snprintf(out, len, "BAD");
+			same_as_pywalk(&t, ntid, rec, n, 1);
 			goto done;
 		}
 		if (v == PY_FRAME_SHIM) {
@@ -875,6 +913,7 @@ static void walk_thread(struct program *p, const struct py_layout *l, uint64_t n
 						 .flags = py_frame_flags(w, &f), .tlbc = f.tlbc };
 		n++;
 	}
+	same_as_pywalk(&t, ntid, rec, n, 0);
 	for (unsigned i = 0; i < n; i++) {
 		struct pyframe_info fi;
 		int r = pysym_resolve(syms, &t, rec[i].code, rec[i].lasti, 0, rec[i].tlbc, &fi);

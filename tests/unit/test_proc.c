@@ -96,8 +96,24 @@ static void test_container_id(void)
 	      "container id: a 65-digit run is not an id");
 }
 
+static void test_syscall(void)
+{
+	uint64_t sp = 0, pc = 0;
+
+	check(proc_parse_syscall("230 0x1 0x1 0x7ffce70c3310 0x0 0x0 0x0 0x7ffce70c32f8 "
+				 "0x7f326d0ed503\n", &sp, &pc) == 1 &&
+	      sp == 0x7ffce70c32f8 && pc == 0x7f326d0ed503, "syscall: in clock_nanosleep");
+	sp = pc = 0;
+	check(proc_parse_syscall("-1 0x7ffc00001000 0x401000\n", &sp, &pc) == 1 &&
+	      sp == 0x7ffc00001000 && pc == 0x401000, "syscall: blocked outside a system call");
+	check(proc_parse_syscall("running\n", &sp, &pc) == 0, "syscall: running");
+	check(proc_parse_syscall("230 0x1 0x1\n", &sp, &pc) == -1 &&
+	      proc_parse_syscall("", &sp, &pc) == -1, "syscall: truncated text refused");
+}
+
 int main(void)
 {
+	test_syscall();
 	test_maps();
 	test_container_id();
 	test_strip_root();
