@@ -230,24 +230,6 @@ struct {
 	__type(value, struct seen_set);
 } seen_code SEC(".maps");
 
-static __always_inline int code_is_new(__u32 tgid, __u64 code, __u64 globals)
-{
-	/* By process: a forked child has its parent's code objects at the
-	 * same addresses, but user space has yet to read them in the child.
-	 * By globals: a module's body freed at the end of its import and
-	 * another module's code object at its address are two objects. */
-	__u64 tag = code ^ ((__u64)tgid * 0x9E3779B97F4A7C15ULL) ^
-		    (globals * 0xC2B2AE3D27D4EB4FULL);
-	__u32 k = (__u32)((tag >> 4) ^ (tag >> 16)) & (SEEN_CODE_SETS - 1);
-	struct seen_set *v = bpf_map_lookup_elem(&seen_code, &k);
-
-	if (!v || v->tag[0] == tag || v->tag[1] == tag)
-		return 0;
-	v->tag[1] = v->tag[0];
-	v->tag[0] = tag;
-	return 1;
-}
-
 static __always_inline int read_ptr(__u64 *dst, __u64 addr)
 {
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
@@ -310,6 +292,34 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 	else
 		stat_inc(STAT_CODE_CAPTURES);
 	return 0;
+}
+
+/* 1 if the code object at code, run with globals, is new to the program
+ * (then captured: capture_code). Global: the walk's bpf_loop callback
+ * calls it and takes a scalar back, one path for the verifier there. */
+__noinline int code_is_new(const struct py_walk_offsets *off, const struct py_sample *s,
+			   __u64 code, __u64 globals)
+{
+	/* By process: a forked child has its parent's code objects at the
+	 * same addresses, but user space has yet to read them in the child.
+	 * By globals: a module's body freed at the end of its import and
+	 * another module's code object at its address are two objects. */
+	struct seen_set *v;
+	__u64 tag;
+	__u32 k;
+
+	if (!s)
+		return 0;
+	tag = code ^ ((__u64)s->h.pid * 0x9E3779B97F4A7C15ULL) ^
+	      (globals * 0xC2B2AE3D27D4EB4FULL);
+	k = (__u32)((tag >> 4) ^ (tag >> 16)) & (SEEN_CODE_SETS - 1);
+	v = bpf_map_lookup_elem(&seen_code, &k);
+	if (!v || v->tag[0] == tag || v->tag[1] == tag)
+		return 0;
+	v->tag[1] = v->tag[0];
+	v->tag[0] = tag;
+	capture_code(off, s, code);
+	return 1;
 }
 
 /* The number of pid p in our PID namespace; -1 when the task is not
@@ -717,10 +727,8 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		struct py_frame_rec r = { .code = f.code, .lasti = f.lasti, .self = f.self,
 					  .flags = py_frame_flags(off, &f), .tlbc = f.tlbc };
 
-		if (!put_frame(c->s, n, c->compact, &r) && code_is_new(c->s->h.pid, f.code, f.globals)) {
-			c->fresh = 1;
-			capture_code(off, c->s, f.code);
-		}
+		if (!put_frame(c->s, n, c->compact, &r))
+			c->fresh |= code_is_new(off, c->s, f.code, f.globals);
 		if (r.flags & FRAME_F_ENTRY)
 			c->cframe = entry_anchor(off, c->s, c->cframe);
 		c->n = n + 1;
