@@ -32,7 +32,10 @@ def check(args, prof, duration_ns, errors):
         for w in ("worker-alpha", "worker-beta", "worker-gamma"):
             if not 0.2 <= share(names, w) <= 0.47:
                 errors.append("%s has %.1f%% of CPU time, expected about a third" % (w, 100 * share(names, w)))
-        if share(names, "MainThread") > 0.03:
+        # Its GIL waits in time.sleep's wake-ups are CPU time: 0.1 % on a
+        # quiet machine, 3.3-4.2 % at load average 11-16 (take_gil's
+        # timed waits, seen in its stacks).
+        if share(names, "MainThread") > 0.06:
             errors.append("the sleeping MainThread has %.1f%% of CPU time" % (100 * share(names, "MainThread")))
     elif args.scenario == "gil":
         held = by_label(prof, "gil").get("held", 0)

@@ -729,20 +729,25 @@ static int frame_line(const struct py_target *t, const struct entry *e, uint64_t
 
 #define TPFLAGS_TYPE_SUBCLASS	(1ul << 31)	/* Py_TPFLAGS_TYPE_SUBCLASS, 3.0+ */
 
-/* Is the object at type a type: its own type's tp_flags say so (CPython's
- * PyType_Check)? A self read after its frame returned may point at freed
- * or reused memory; its "type" then names nothing real. */
-static int is_type(const struct py_target *t, uint64_t type)
+/* Is the object at type not a type: its own type's tp_flags, read, lack
+ * Py_TPFLAGS_TYPE_SUBCLASS (CPython's PyType_Check)? A self read after
+ * its frame returned may point at freed or reused memory, whose "type"
+ * names nothing real. Where those words cannot be read (a recording made
+ * before this check holds none of them), the name's own check decides. */
+static int not_a_type(const struct py_target *t, uint64_t type)
 {
 	uint64_t meta = 0, flags = 0;
 	uint16_t tf = t->layout.obj.type_flags;
 
-	if (!type || (type & 7) || tf == PYPERF_NO_FIELD)
+	if (!type || (type & 7))
+		return 1;
+	if (tf == PYPERF_NO_FIELD ||
+	    target_read(t->src, t->pid, type + t->layout.code.ob_type, &meta, sizeof(meta)))
 		return 0;
-	return target_read(t->src, t->pid, type + t->layout.code.ob_type, &meta, sizeof(meta)) == 0 &&
-	       meta && !(meta & 7) &&
-	       target_read(t->src, t->pid, meta + tf, &flags, sizeof(flags)) == 0 &&
-	       (flags & TPFLAGS_TYPE_SUBCLASS);
+	if (!meta || (meta & 7))
+		return 1;
+	return target_read(t->src, t->pid, meta + tf, &flags, sizeof(flags)) == 0 &&
+	       !(flags & TPFLAGS_TYPE_SUBCLASS);
 }
 
 /* A class name as CPython writes tp_name: "Name" or "module.Name". */
@@ -768,7 +773,7 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 	if (te->pid == t->pid && te->type == type)
 		return te->name;
 	te->pid = 0;
-	if (!is_type(t, type))
+	if (not_a_type(t, type))
 		return NULL;
 	if (target_read(t->src, t->pid, type + t->layout.code.type_name, &name, sizeof(name)) ||
 	    target_read(t->src, t->pid, name, te->name, sizeof(te->name) - 1)) {
