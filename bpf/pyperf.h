@@ -122,6 +122,19 @@ struct py_walk_offsets {
 					 * check of each frame */
 	__u16 cframe_previous;		/* PY_ENTRY_FLAG: _PyCFrame.previous, the
 					 * chain of eval-loop anchors */
+	/* For a code object's capture (struct py_code_capture): where its
+	 * co_qualname (co_name before 3.11) and co_filename are, each
+	 * < PY_CAPTURE_CODE - 8; PYPERF_NO_FIELD: no captures. */
+	__u16 code_name;
+	__u16 code_filename;
+	/* f_globals, which with the code object tells code_is_new() a code
+	 * object from the one freed at its address before (two modules'
+	 * bodies have two live dicts); PYPERF_NO_FIELD: by address alone */
+	__u16 frame_globals;
+	__u16 code_span;		/* bytes of a code object captured: to the
+					 * end of the last field user space takes
+					 * (<= PY_CAPTURE_CODE), none past it, where
+					 * the mapping may end */
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -130,8 +143,8 @@ static inline __u16 py_frame_span(const struct py_walk_offsets *off)
 {
 	const __u16 field[] = { off->frame_back, off->frame_code, off->frame_lasti,
 				off->frame_owner, off->frame_localsplus, off->frame_is_entry,
-				off->frame_tlbc_index };
-	const __u16 size[] = { 8, 8, 8, 1, 8, 1, 4 };
+				off->frame_tlbc_index, off->frame_globals };
+	const __u16 size[] = { 8, 8, 8, 1, 8, 1, 4, 8 };
 	__u32 end = 0;
 
 	for (unsigned i = 0; i < sizeof(field) / sizeof(field[0]); i++)
@@ -194,6 +207,8 @@ struct py_proc_event {
 					    * (user space may not have read it) */
 #define SAMPLE_F_NO_TABLES	(1u << 16) /* the native walk met a mapping
 					    * with no tables yet */
+#define SAMPLE_F_CODE_NAME	(1u << 18) /* not a sample: a struct
+					    * py_code_capture */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -266,6 +281,7 @@ enum pyperf_stat {
 	STAT_LATE,
 	STAT_LATE_NS,
 	STAT_LOST_NS,		/* periods of the lost records (STAT_LOST) */
+	STAT_CODE_CAPTURES,	/* struct py_code_capture records sent */
 	STAT__COUNT,
 };
 
@@ -321,7 +337,7 @@ struct py_frame_rec {
  * bytes (PYPERF_FRAME_WIN + 8 readable bytes).
  */
 struct py_frame_fields {
-	__u64 back, code, lasti, self;
+	__u64 back, code, lasti, self, globals;
 	__u32 tlbc;
 	__u8 owner, is_entry;
 };
@@ -367,6 +383,9 @@ static __always_inline void py_frame_decode(const struct py_walk_offsets *off, c
 	f->tlbc = 0;
 	if (off->frame_tlbc_index != PYPERF_NO_FIELD)
 		f->tlbc = PY_WIN_LD(w, off->frame_tlbc_index, __u32);
+	f->globals = 0;
+	if (off->frame_globals != PYPERF_NO_FIELD)
+		f->globals = PY_WIN_LD(w, off->frame_globals, __u64);
 }
 
 /*
@@ -451,6 +470,40 @@ struct py_sample {
 	__u64 anchors[PY_ANCHORS_MAX];
 	__u32 na;		/* groups closed: anchors put (may pass the max) */
 	__u32 anchor_next;	/* the native walk's place in them */
+};
+
+/*
+ * A code object named at its first sample. User space reads a code object
+ * when it processes the record, up to 200 ms later (ms even for a record
+ * that wakes it at once: at start-up it is busy loading unwind tables),
+ * and a module's body is freed when its import ends: its frames showed as
+ * [unreadable Python frame] in 3-5 % of a docutils run's samples. So when
+ * the walk meets a code object not seen lately (code_is_new), the program
+ * sends this record before the sample's: the code object's first bytes
+ * (name, file name, line table pointers, first line: what user space's
+ * fingerprint covers) and the first bytes of its name and file name str
+ * objects, which user space decodes as it would have read them. It names
+ * the frame from them only when the code object is gone by then; the line
+ * table is not copied, so such a frame shows its first line.
+ */
+#define PY_CAPTURE_CODE		256	/* code object bytes (power of 2) */
+#define PY_CAPTURE_NAME		128	/* str object bytes of the name */
+#define PY_CAPTURE_FILE		256	/* ... of the file name */
+
+struct py_code_capture {
+	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
+				 * no frames */
+	__u64 code;		/* the code object's address */
+	/* obj holds the code object's first code_span bytes (the layout's,
+	 * py_walk_offsets), name and file the first name_len and file_len
+	 * bytes of its name and file name. */
+	__u16 name_len;		/* bytes of name read: PY_CAPTURE_NAME, less
+				 * near the end of a mapping, 0 unread */
+	__u16 file_len;		/* ... of file */
+	__u32 _pad;
+	__u8 obj[PY_CAPTURE_CODE];
+	__u8 name[PY_CAPTURE_NAME];
+	__u8 file[PY_CAPTURE_FILE];
 };
 
 /*

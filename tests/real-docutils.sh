@@ -16,6 +16,11 @@
 # __libc_start_main, start_thread, clone3...) are in each stack: at most 2%
 # of samples may have a Python frame root-ward of them (issue 22: Python
 # frames appended at the root instead of merged into the native stack).
+# Issue 23, item 3: at most 0.2 % of the samples with a placeholder frame,
+# those inside an import included (a module's body freed at the end of its
+# import, before user space read its code object: 2.7-5.4 % of the samples
+# before the BPF program captured new code objects), and no frame named
+# from garbage (freed memory read as a code object or a class) anywhere.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -58,7 +63,7 @@ run() {
 	done
 	grep -E "samples|errors|native:" "$work/err"
 	if "$PYTHON3" - "$work/p.txt" "$work/err" "$maxmm" <<'PYEOF'
-import os, re, statistics, sys
+import re, statistics, sys
 stacks, err, maxmm = sys.argv[1], open(sys.argv[2]).read(), float(sys.argv[3])
 total = parser = writer = either = nested = placeholders = import_placeholders = 0
 garbage = 0
@@ -90,9 +95,10 @@ for line in open(stacks):
     if py:
         depths += [len(py)] * count
     # A name that is no (dotted) identifier: on <=3.10 a method's class
-    # named from a self already freed (judged: JUDGE_NAMES=1); from 3.11 a
-    # code object freed and its memory reused before user space read it
-    # (issue 23, item 3: shown, not judged yet).
+    # named from a self already freed; a code object freed and its memory
+    # reused before user space read it (issue 23, item 3: what was read
+    # names a frame only where it is the code object the BPF program
+    # captured at that address). Judged on every interpreter.
     seg = r"(<[a-z]+>|[A-Za-z_][A-Za-z0-9_]*)"
     if any(not re.fullmatch(r"(%s\.)*%s" % (seg, seg), f.split(" (")[0])
            for f in py if not f.startswith("[")):
@@ -100,9 +106,8 @@ for line in open(stacks):
         bad_names.update(f.split(" (")[0] for f in py
                          if not re.fullmatch(r"(%s\.)*%s" % (seg, seg), f.split(" (")[0]))
     if any(f in ("[unreadable Python frame]", "[truncated]") for f in frames):
-        # A module's body freed at the end of its import, before user
-        # space read its code object (issue 23, item 3): counted apart,
-        # shown, not judged here; every other placeholder is.
+        # Inside an import: most likely a module's body freed at the end
+        # of its import (issue 23, item 3); shown apart, judged with all.
         if any(f.startswith("_find_and_load (") for f in py):
             import_placeholders += count
         else:
@@ -131,8 +136,9 @@ print("%d samples: parser %.1f%%, writer %.1f%%, %.1f%% of those under <module> 
       "publish_cmdline -> Publisher; median Python depth %d; placeholders %.1f%%"
       % (total, 100.0 * parser / max(total, 1), 100.0 * writer / max(total, 1),
          100.0 * nested / work, depth, 100.0 * placeholders / max(total, 1)))
-print("placeholders inside an import (freed module bodies, issue 23): %.1f%%"
-      % (100.0 * import_placeholders / max(total, 1)))
+print("placeholders inside an import (freed module bodies, issue 23): %.2f%%; "
+      "all placeholders: %.2f%%" % (100.0 * import_placeholders / max(total, 1),
+                                    100.0 * (placeholders + import_placeholders) / max(total, 1)))
 print("Python frames out of place (root-ward of _start, start_thread...): %.1f%% of %d samples"
       " (%d; %d samples reach a start-up frame)"
       % (100.0 * misplaced / max(total, 1), total, misplaced, rooted))
@@ -150,11 +156,12 @@ if depth < 15:
     errors.append("median Python depth %d < 15" % depth)
 print("frames named from freed memory (garbage names): %d samples%s"
       % (garbage, " (%s)" % ", ".join(repr(n) for n in sorted(bad_names)[:5]) if garbage else ""))
-if garbage and os.environ.get("JUDGE_NAMES") == "1":
-    errors.append("%d samples with a frame named after a garbage class (%s)"
+if garbage:
+    errors.append("%d samples with a frame named from garbage (%s)"
                   % (garbage, ", ".join(repr(n) for n in sorted(bad_names)[:5])))
-if placeholders > 0.05 * total:
-    errors.append("placeholder frames in %d samples (> 5%%)" % placeholders)
+if placeholders + import_placeholders > 0.002 * total:
+    errors.append("placeholder frames in %d samples (> 0.2%%), %d of them inside an import"
+                  % (placeholders + import_placeholders, import_placeholders))
 m = re.search(r"native: (\d+) stacks unwound, (\d+) stopped early, (\d+) stack copies failed, "
               r"(\d+) merge mismatches", err)
 if not m:
@@ -195,12 +202,9 @@ PYEOF
 
 twice run "docutils on Debian's python3.11" 2 host /usr/bin/python3.11
 # <=3.10: methods named from their self's type, eval loops by code range.
-JUDGE_NAMES=1
-export JUDGE_NAMES
 for py in "$root/3.8.18/bin/python3.8" "$root/3.10.13/bin/python3.10"; do
 	twice run "docutils on $(basename "$py")" 2 host "$py"
 done
-unset JUDGE_NAMES
 for py in "$root/3.12.1/bin/python3.12" "$root/3.13.0/bin/python3.13"; do
 	if [ -x "$py" ]; then
 		twice run "docutils on $(basename "$py") -X perf" 2 host "$py" -X perf

@@ -161,12 +161,14 @@ void report_summary(const struct report_view *v)
 	fprintf(stderr, "pyperf-pprof: bpf: events=%" PRIu64 " sent=%" PRIu64 " lost=%" PRIu64
 		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
 		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64
-		" bad_chain=%" PRIu64 " cframe_fallback=%" PRIu64 " new_code_wakeups=%" PRIu64 "\n",
+		" bad_chain=%" PRIu64 " cframe_fallback=%" PRIu64 " new_code_wakeups=%" PRIu64
+		" code_captures=%" PRIu64 "\n",
 		v->bpf[STAT_EVENTS], v->bpf[STAT_SENT], v->bpf[STAT_LOST],
 		v->bpf[STAT_NO_TSTATE], v->bpf[STAT_READ_ERR],
 		v->bpf[STAT_TRUNCATED], v->bpf[STAT_VMA_ERR],
 		v->bpf[STAT_STACK_READ_ERR], v->bpf[STAT_STACK_PARTIAL],
-		v->bpf[STAT_BAD_CHAIN], v->bpf[STAT_CFRAME_FALLBACK], v->bpf[STAT_FRESH_WAKEUPS]);
+		v->bpf[STAT_BAD_CHAIN], v->bpf[STAT_CFRAME_FALLBACK], v->bpf[STAT_FRESH_WAKEUPS],
+		v->bpf[STAT_CODE_CAPTURES]);
 	fprintf(stderr, "pyperf-pprof: bpf time: %.2f us per target sample (%.2f us of it in the native walk)\n",
 		v->bpf[STAT_EVENTS] ? (double)v->bpf[STAT_TARGET_NS] / 1e3 /
 		(double)v->bpf[STAT_EVENTS] : 0.0,
@@ -175,8 +177,9 @@ void report_summary(const struct report_view *v)
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 " checks=%" PRIu64
 		" (%" PRIu64 " read by the BPF program, the rest in %" PRIu64 " reads), skipped=%"
-		PRIu64 "\n", ps.hits, ps.misses, ps.evictions, ps.stale, ps.errors, ps.checks,
-		ps.answered, ps.check_reads, ps.fresh);
+		PRIu64 ", named by the BPF program at their first sample %" PRIu64 " (used %" PRIu64
+		" times: gone when read)\n", ps.hits, ps.misses, ps.evictions, ps.stale, ps.errors,
+		ps.checks, ps.answered, ps.check_reads, ps.fresh, ps.captures, ps.from_captures);
 	fprintf(stderr, "pyperf-pprof: records added in %" PRIu64 " batches, %" PRIu64
 		" of them early (a code object not read yet, or a mapping without tables)\n",
 		v->batches, v->batches_early);

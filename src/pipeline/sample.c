@@ -934,6 +934,11 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	size_t n = 0, np = 0, nn;
 	int cut;
 
+	if (size >= PY_SAMPLE_COMPACT_HDR && (s->h.flags & SAMPLE_F_CODE_NAME)) {
+		if (size >= sizeof(struct py_code_capture))
+			pysym_capture(k->syms, t, rec);
+		return 0;
+	}
 	if (size >= sizeof(s->h) && (s->h.flags & SAMPLE_F_OFFCPU_END)) {
 		return offcpu_back(k, t, s->h.tid, s->h.time_ns);
 	}

@@ -246,6 +246,45 @@ static void apply_row(const struct py_row *r, struct py_layout *l)
 				  l->walk.cframe_current_frame + 8 : NO16;
 }
 
+/* How much of a code object its capture takes (struct py_code_capture):
+ * to the end of the last field pysym_capture() reads, name_off's, the
+ * fingerprint's (pysym.c) and ob_type; 0 beyond PY_CAPTURE_CODE. */
+static uint16_t capture_span(const struct py_code_offsets *o, uint16_t name_off)
+{
+	const uint16_t f[] = { name_off, o->co_filename, o->co_name, o->co_linetable,
+			       o->co_firstlineno, o->ob_type };
+	uint32_t end = 0;
+
+	for (unsigned i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (f[i] == NO16)
+			return 0;
+		if (f[i] + 8u > end)
+			end = f[i] + 8u;
+	}
+	return end <= PY_CAPTURE_CODE ? (uint16_t)end : 0;
+}
+
+/* Where a frame's f_globals is, for code_is_new() in the BPF program;
+ * neither the generated tables nor _Py_DebugOffsets have it. The frame
+ * structures (Include/frameobject.h to v3.10, Include/internal/
+ * pycore_frame.h from v3.11, pycore_interpframe_structs.h from v3.14):
+ * f_back, f_code, f_builtins, f_globals after PyObject_VAR_HEAD to 3.10;
+ * f_func, f_globals, f_builtins, f_locals, f_code in 3.11; f_code (then
+ * f_executable), previous, f_funcobj, f_globals from 3.12. Anything else
+ * is a layout this does not know: NO16, and new code is told by address
+ * alone. */
+static uint16_t frame_globals(unsigned minor, const struct py_walk_offsets *w)
+{
+	if (minor <= 10 && w->frame_kind == PY_FRAMES_OBJECT && w->frame_code == 32 &&
+	    w->frame_back == 24)
+		return 48;
+	if (minor == 11 && w->frame_code == 32)
+		return 8;
+	if (minor >= 12 && w->frame_code == 0 && w->frame_back == 8)
+		return 24;
+	return NO16;
+}
+
 int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 		     size_t errlen)
 {
@@ -269,6 +308,16 @@ int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 	 * references, per-thread bytecode copies) is not checked. */
 	out->walk.lasti_in_code = out->line_kind == PY_LINES_311 && !out->walk.code_tag_mask &&
 				  out->walk.frame_tlbc_index == NO16;
+	/* What the BPF program captures of a code object new to it (struct
+	 * py_code_capture): where its name and file name are. */
+	out->walk.code_name = out->code.co_qualname != NO16 ? out->code.co_qualname :
+							      out->code.co_name;
+	out->walk.code_filename = out->code.co_filename;
+	out->walk.code_span = capture_span(&out->code, out->walk.code_name);
+	if (out->walk.code_name > PY_CAPTURE_CODE - 8 ||
+	    out->walk.code_filename > PY_CAPTURE_CODE - 8 || !out->walk.code_span)
+		out->walk.code_name = out->walk.code_filename = out->walk.code_span = NO16;
+	out->walk.frame_globals = frame_globals(minor, &out->walk);
 	/* The BPF walk reads the frame fields with one copy of a bounded size. */
 	out->walk.frame_span = py_frame_span(&out->walk);
 	if (!out->walk.frame_span) {

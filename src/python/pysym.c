@@ -31,6 +31,14 @@
  * the walk is bounded far below this, so a check this much later than
  * time_ns read memory after the walk did. */
 #define WALK_SLACK_NS	1000000ULL
+/* Code objects named by the BPF program at their first sample, kept for
+ * when they are gone by the time their records are resolved: a docutils
+ * start-up makes ~500 in its first second, a batch of records up to 200 ms
+ * of them. The oldest of a set goes first. */
+#define CAPTURE_WAYS	4
+#define CAPTURES	4096		/* CAPTURES / CAPTURE_WAYS sets */
+#define CAPTURE_NAME	256		/* UTF-8 of PY_CAPTURE_NAME str bytes fits */
+#define CAPTURE_FILE	512
 
 struct entry {
 	int pid;			/* 0: empty */
@@ -45,6 +53,18 @@ struct entry {
 	uint64_t checked_ns;		/* live: clock before the last check's read */
 	uint64_t fp;			/* fingerprint of the code object's fields */
 	uint64_t serial;		/* unique per load: see pysym_frame_key */
+	uint64_t type;			/* its ob_type when read */
+};
+
+/* What a struct py_code_capture said of a code object (pysym_capture). */
+struct capture {
+	int pid;			/* 0: empty */
+	uint64_t code;
+	uint64_t type;			/* its ob_type: the code type's address */
+	uint64_t fp;			/* fingerprint(), as load_entry() computes it */
+	int32_t firstlineno;
+	uint64_t seq;			/* captures before it: its age */
+	char name[CAPTURE_NAME], filename[CAPTURE_FILE];
 };
 
 /* Before 3.11 code objects have no qualname; a method's class comes from
@@ -74,6 +94,8 @@ struct pysym_cache {
 	struct entry *check[VALIDATE_MAX];	/* queued by pysym_check_note() */
 	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
+	struct capture *captures;	/* CAPTURES of them */
+	uint64_t capture_seq;
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -83,7 +105,10 @@ struct pysym_cache *pysym_cache_new(size_t capacity)
 	if (!c)
 		return NULL;
 	c->e = setcache_alloc(capacity, WAYS, sizeof(*c->e), &c->nsets);
-	if (!c->e) {
+	c->captures = calloc(CAPTURES, sizeof(*c->captures));
+	if (!c->e || !c->captures) {
+		free(c->e);
+		free(c->captures);
 		free(c);
 		return NULL;
 	}
@@ -106,6 +131,7 @@ void pysym_cache_free(struct pysym_cache *c)
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		entry_clear(&c->e[i]);
 	free(c->e);
+	free(c->captures);
 	free(c);
 }
 
@@ -114,6 +140,9 @@ void pysym_forget_pid(struct pysym_cache *c, int pid)
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		if (c->e[i].pid == pid)
 			entry_clear(&c->e[i]);
+	for (size_t i = 0; i < CAPTURES; i++)
+		if (c->captures[i].pid == pid)
+			c->captures[i].pid = 0;
 }
 
 void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st)
@@ -407,6 +436,7 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	e->code = code_addr;
 	e->first_arg = (uint8_t)first_arg_kind(t, code);
 	e->fp = fingerprint(o, code, 0);
+	e->type = field_ptr(code, o->ob_type);
 	return 0;
 }
 
@@ -423,6 +453,121 @@ static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint
 int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code)
 {
 	return find((struct pysym_cache *)c, t, code) != NULL;
+}
+
+/* The capture of code, or NULL; with victim, the slot to put it in (its
+ * own, an empty one or the oldest of its set). */
+static struct capture *capture_find(struct pysym_cache *c, int pid, uint64_t code,
+				    struct capture **victim)
+{
+	struct capture *set = &c->captures[(hash64(code ^ (uint64_t)pid << 48) %
+					    (CAPTURES / CAPTURE_WAYS)) * CAPTURE_WAYS];
+	struct capture *v = &set[0];
+
+	for (int i = 0; i < CAPTURE_WAYS; i++) {
+		if (set[i].pid == pid && set[i].code == code) {
+			v = &set[i];
+			if (victim)
+				*victim = v;
+			return v;
+		}
+		if (!set[i].pid || (v->pid && set[i].seq < v->seq))
+			v = &set[i];
+	}
+	if (victim)
+		*victim = v;
+	return NULL;
+}
+
+/* A str of a capture: from the bytes the program read, else (longer than
+ * that) read from the target while the record is fresh. */
+static int capture_str(const struct py_target *t, const uint8_t *obj, size_t got,
+		       uint64_t addr, char *buf, size_t len)
+{
+	int r = str_from(t, obj, got, buf, len);
+
+	return r == 1 ? pysym_read_str(t, addr, buf, len) : r;
+}
+
+static int capture_agrees(struct pysym_cache *c, const struct py_target *t,
+			  const struct entry *e);
+
+void pysym_capture(struct pysym_cache *c, const struct py_target *t,
+		   const struct py_code_capture *cap)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	struct capture *k;
+	struct entry *e;
+	uint16_t lo, len;
+
+	capture_find(c, t->pid, cap->code, &k);
+	fp_span(o, &lo, &len);
+	if (t->layout.walk.code_span > PY_CAPTURE_CODE ||
+	    name_off + 8u > t->layout.walk.code_span ||
+	    o->ob_type + 8u > t->layout.walk.code_span ||
+	    lo + len > t->layout.walk.code_span || cap->name_len > PY_CAPTURE_NAME ||
+	    cap->file_len > PY_CAPTURE_FILE)
+		return;
+	k->pid = 0;
+	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), k->name,
+			sizeof(k->name)) ||
+	    capture_str(t, cap->file, cap->file_len, field_ptr(cap->obj, o->co_filename),
+			k->filename, sizeof(k->filename)))
+		return;
+	memcpy(&k->firstlineno, cap->obj + o->co_firstlineno, sizeof(k->firstlineno));
+	k->fp = fingerprint(o, cap->obj, 0);
+	k->type = field_ptr(cap->obj, o->ob_type);
+	k->code = cap->code;
+	k->pid = t->pid;
+	k->seq = ++c->capture_seq;
+	c->st.captures++;
+	/* The program saw a code object new at this address (or one it had
+	 * forgotten): what is cached for it may be of the one before,
+	 * possibly with the same fields, a line table and a file name str at
+	 * the same addresses too, but not the same name and file name. */
+	if ((e = find(c, t, cap->code)) && !capture_agrees(c, t, e))
+		entry_clear(e);
+}
+
+/* Whether e, just read from code, is the object last captured at its
+ * address (or nothing was). Records are resolved in the order they were
+ * taken, and the program captures every code object it meets at an
+ * address where it met another: so the capture, not what the address
+ * holds now, is the code object of the record being resolved. What is
+ * read is used only where it is that object still (its type, fields,
+ * name and file name the same), for its line table. */
+static int capture_agrees(struct pysym_cache *c, const struct py_target *t, const struct entry *e)
+{
+	const struct capture *k = capture_find(c, t->pid, e->code, NULL);
+
+	if (!k)
+		return 1;
+	return e->type == k->type && e->fp == k->fp && strcmp(e->name, k->name) == 0 &&
+	       strcmp(e->filename, k->filename) == 0;
+}
+
+/* e from the capture of code, when there is one: named, no line table. */
+static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+			struct entry *e)
+{
+	struct capture *k = capture_find(c, t->pid, code, NULL);
+
+	if (!k)
+		return -1;
+	e->name = strdup(k->name);
+	e->filename = strdup(k->filename);
+	if (!e->name || !e->filename) {
+		entry_clear(e);
+		return -1;
+	}
+	e->firstlineno = k->firstlineno;
+	e->pid = t->pid;
+	e->code = code;
+	e->fp = k->fp;
+	e->type = k->type;
+	c->st.from_captures++;
+	return 0;
 }
 
 /* Compares the queued entries with their code objects, with one
@@ -555,10 +700,14 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 	}
 	/* Read before the code object: a load is a check too. */
 	victim->checked_ns = c->now ? c->now() : 0;
-	if (load_entry(t, code, victim)) {
-		c->st.errors++;
-		*err = 1;
-		return NULL;
+	if (load_entry(t, code, victim) || !capture_agrees(c, t, victim)) {
+		entry_clear(victim);
+		victim->checked_ns = c->now ? c->now() : 0;
+		if (from_capture(c, t, code, victim)) {
+			c->st.errors++;
+			*err = 1;
+			return NULL;
+		}
 	}
 	victim->age = c->clock;
 	victim->serial = ++c->serials;
@@ -571,6 +720,8 @@ static int frame_line(const struct py_target *t, const struct entry *e, uint64_t
 {
 	uint64_t start;
 
+	if (!e->table)		/* from a capture: the code object is gone */
+		return e->firstlineno;
 	if (py_code_start(&t->layout, pyversion_read, (void *)t, code, tlbc, &start))
 		return -1;
 	return py_layout_line(&t->layout, e->table, e->table_len, e->firstlineno, lasti, start);

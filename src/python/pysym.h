@@ -23,6 +23,9 @@ struct pysym_stats {
 	uint64_t fresh;		/* checks skipped: checked since the sample */
 	uint64_t checks, check_reads;	/* entries checked, in so many readv */
 	uint64_t answered;	/* of the checks, read by another reader */
+	uint64_t captures;	/* code objects named by the BPF program */
+	uint64_t from_captures;	/* entries made from those: the code
+				 * object was gone when read */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
@@ -89,5 +92,12 @@ void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st);
 /* Reads a str object of the target as UTF-8 into buf (NUL-terminated,
  * truncated to len-1 bytes). 0 on success. */
 int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t len);
+
+/* Keeps what the BPF program read of a code object at its first sample
+ * (bpf/pyperf.h), to name it if it is gone when a record naming it is
+ * resolved. Records are given in the order they were taken: a capture
+ * comes before the samples it serves. */
+void pysym_capture(struct pysym_cache *c, const struct py_target *t,
+		   const struct py_code_capture *cap);
 
 #endif

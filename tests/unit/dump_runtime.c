@@ -146,9 +146,22 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 		 * the per-version plausibility switch (3.11-3.13). */
 		struct py_walk_offsets want = l->walk;
 
-		want.frame_span = py_frame_span(&want);
 		want.lasti_in_code = t.minor >= 11 && t.minor <= 13;
+		/* A new code object's capture (bpf/pyperf.h): its qualname and
+		 * file name fields; f_globals follows f_executable, previous
+		 * and f_funcobj in every 3.13+ frame. */
+		want.code_name = l->code.co_qualname;
+		want.code_filename = l->code.co_filename;
+		want.frame_globals = 24;
+		want.code_span = t.bpf.off.code_span;	/* checked below */
+		want.frame_span = py_frame_span(&want);
 		check_value(want.frame_span != 0, "frame span within the BPF window", want.frame_span, 1);
+		check_value(want.code_span >= l->code.co_qualname + 8 &&
+			    want.code_span >= l->code.co_filename + 8 &&
+			    want.code_span >= l->code.co_linetable + 8 &&
+			    want.code_span >= l->code.co_firstlineno + 4 &&
+			    want.code_span <= PY_CAPTURE_CODE, "code span covers the captured fields",
+			    want.code_span, want.code_span);
 		check_value(memcmp(&t.bpf.off, &want, sizeof(want)) == 0, "bpf walk offsets identical",
 		      t.bpf.off.frame_span, want.frame_span);
 	}
