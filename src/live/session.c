@@ -43,7 +43,11 @@
 						 * buffers before the loop checks
 						 * the clock, signals, targets */
 #define PASS_CHECK_EVERY	64		/* records between clock reads */
-#define SCAN_NS			500000000LL	/* /proc rescans and reaping */
+#define SCAN_NS			500000000LL	/* /proc rescans and reaping
+						 * without process events */
+#define SAFETY_SCAN_NS		20000000000LL	/* ... with them: a safety net
+						 * (a libpython linked statically
+						 * into a program named otherwise) */
 #define BATCH_BYTES		(4u << 20)	/* records held back at most */
 #define HOLD_NS			200000000LL	/* ... for at most this long */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
@@ -102,6 +106,8 @@ struct session {
 	struct rec_batch batch;
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
+	int64_t scan_ns;		/* SCAN_NS or SAFETY_SCAN_NS */
+	uint64_t events_lost;		/* process events lost, as last seen */
 	uint64_t write_failures;	/* writes failed in a row */
 	int final_write;		/* the last one: tried whatever the probe says */
 };
@@ -189,6 +195,8 @@ static int find_targets(struct session *s)
 		return -1;	/* every --pid was refused, each with its reason */
 	if (s->cfg->all)
 		targets_update(&s->ts, 0, 0);
+	/* From here on the counts say how later targets are found. */
+	s->ts.scans = s->ts.found_by_scan = 0;
 	return 0;
 }
 
@@ -429,6 +437,10 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid);
+	else if (e->kind == PROC_EXIT)
+		targets_on_exit(&s->ts, (pid_t)e->pid);
+	else if (e->kind == PROC_MAP)
+		targets_on_map(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	return pass_over(s);
 }
 
@@ -475,18 +487,27 @@ static int poll_loop(struct session *s)
 		fprintf(stderr, "pyperf-pprof: cannot create the ring buffer reader: %s\n", strerror(errno));
 		return -1;
 	}
-	if (bpf_attach_proc_events_fd(&s->bpf) >= 0 &&
-	    ring_buffer__add(s->rb, bpf_attach_proc_events_fd(&s->bpf), on_proc_event, s))
-		fprintf(stderr, "pyperf-pprof: warning: cannot read exec events; relying on /proc scans\n");
+	s->scan_ns = SCAN_NS;
+	if (bpf_attach_proc_events_fd(&s->bpf) >= 0) {
+		if (ring_buffer__add(s->rb, bpf_attach_proc_events_fd(&s->bpf), on_proc_event, s))
+			fprintf(stderr, "pyperf-pprof: warning: cannot read process events; relying on /proc scans\n");
+		else if (bpf_attach_proc_events_complete(&s->bpf, s->cfg))
+			s->scan_ns = SAFETY_SCAN_NS;
+	}
 	for (;;) {
 		int64_t now = elapsed_ns(s);
 		int r;
 
 		reap_child(s);
+		if (s->events_lost != bpf_attach_proc_events_lost(&s->bpf)) {
+			/* Some came and went unseen: look now. */
+			s->events_lost = bpf_attach_proc_events_lost(&s->bpf);
+			s->ts.last_scan_ns = now - s->scan_ns;
+		}
 		/* A scan may forget targets the held records point to. */
-		if (targets_scan_due(&s->ts, now, SCAN_NS) && flush_batch(s))
+		if (targets_scan_due(&s->ts, now, s->scan_ns) && flush_batch(s))
 			return 0;
-		targets_update(&s->ts, now, SCAN_NS);
+		targets_update(&s->ts, now, s->scan_ns);
 		if ((why = stop_reason(s, now)))
 			break;
 		if (write_requested ||
@@ -510,6 +531,9 @@ static int poll_loop(struct session *s)
 	}
 	if (why[0])
 		say(s, "pyperf-pprof: %s; writing what was collected\n", why);
+	if (s->cfg->verbose)
+		fprintf(stderr, "pyperf-pprof: discovery: %" PRIu64 " scans of /proc after the first (every %" PRId64 " s), %" PRIu64 " targets found by process events, %" PRIu64 " by scans, %" PRIu64 " process events lost\n",
+			s->ts.scans, s->scan_ns / 1000000000, s->ts.found_by_event, s->ts.found_by_scan, s->events_lost);
 	return 0;
 }
 
