@@ -195,9 +195,20 @@ static int find_targets(struct session *s)
 		return -1;	/* every --pid was refused, each with its reason */
 	if (s->cfg->all)
 		targets_update(&s->ts, 0, 0);
+	return 0;
+}
+
+static int64_t elapsed_ns(const struct session *s);
+
+/* Processes that exec'd or forked while the program was loading (the
+ * events were not watched yet), and a --pid's existing children: one more
+ * look, since the next scan is only a safety net, 20 s away. */
+static void catch_up(struct session *s)
+{
+	if (s->cfg->all || s->cfg->subprocesses)
+		targets_update(&s->ts, elapsed_ns(s), 0);
 	/* From here on the counts say how later targets are found. */
 	s->ts.scans = s->ts.found_by_scan = 0;
-	return 0;
 }
 
 /* --unwind kernel/both: the unwind tables of the targets found so far;
@@ -245,7 +256,6 @@ static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
 	return e;
 }
 
-static int64_t elapsed_ns(const struct session *s);
 
 /* Notes the code objects of the batch's records before byte upto. */
 static void note_batch(struct session *s, size_t upto)
@@ -760,6 +770,7 @@ static int start(struct session *s)
 	}
 	if (load_bpf(s) || load_ksym(s) || start_pipeline(s))
 		return -1;
+	catch_up(s);
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
 	    s->cfg->frequency ? 1000000000ULL / s->cfg->frequency : s->cfg->sample_period,
