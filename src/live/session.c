@@ -107,6 +107,9 @@ struct session {
 	struct bpfcheck chk;		/* checks the BPF program answers */
 	size_t chk_upto;		/* ... for the batch's bytes before this */
 	int64_t scan_ns;		/* SCAN_NS or SAFETY_SCAN_NS */
+	int started;			/* the targets found at start are named */
+	uint64_t attached;		/* whole host: targets added since the
+					 * last profile, said as a count */
 	uint64_t events_lost;		/* process events lost, as last seen */
 	uint64_t write_failures;	/* writes failed in a row */
 	int final_write;		/* the last one: tried whatever the probe says */
@@ -158,8 +161,13 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		if (s->pl)	/* else added when the pipeline starts */
 			pipeline_target_add(s->pl, t);
 		proc_root_note(&t->root, note, sizeof(note));
-		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s%s\n", t->pid, t->comm,
-		    t->major, t->minor, t->micro, t->module, note);
+		/* A host's churn would be a line per process (285,000 a day
+		 * at one every 0.3 s): counted per profile instead. */
+		if (s->started && s->cfg->all && !s->cfg->verbose)
+			s->attached++;
+		else
+			say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s%s\n", t->pid,
+			    t->comm, t->major, t->minor, t->micro, t->module, note);
 		if (s->cfg->verbose && t->tramp.status != TRAMP_NONE)
 			fprintf(stderr, "pyperf-pprof: pid %d: perf trampoline template: %s, %u bytes, %u rules\n",
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
@@ -209,6 +217,7 @@ static void catch_up(struct session *s)
 		targets_update(&s->ts, elapsed_ns(s), 0);
 	/* From here on the counts say how later targets are found. */
 	s->ts.scans = s->ts.found_by_scan = 0;
+	s->started = 1;
 }
 
 /* --unwind kernel/both: the unwind tables of the targets found so far;
@@ -692,6 +701,11 @@ static int write_profile(struct session *s, int final, int rotate)
 		write_failed(s, final, err);
 		return -1;
 	}
+	if (s->attached)
+		say(s, "%spyperf-pprof: %" PRIu64 " new Python process%s found %s (-v names each)\n",
+		    s->status_line ? "\r\033[K" : "", s->attached, s->attached == 1 ? "" : "es",
+		    s->cfg->interval_s ? "in this interval" : "while sampling");
+	s->attached = 0;
 	recovered = s->write_failures != 0;
 	if (recovered)
 		fprintf(stderr, "pyperf-pprof: writing works again after %" PRIu64 " failure%s: wrote %s, with the samples kept since\n",
