@@ -35,6 +35,8 @@ PYENV = "/root/.pyenv/versions"
 VERSIONS = ["3.8.18", "3.9.18", "3.10.13", "3.11.7", "3.12.1"]
 IDLE = "import time\nwhile True: time.sleep(1)\n"
 BUSY = "def busy():\n    n = 0\n    while True: n += 1\nbusy()\n"
+WARMUP_S = 10
+BUDGETS = {"idle_ms_s": 0.5, "busy_pct": 0.1, "new_ms": 0.5}     # issue 25
 SHORT = ("import time\ne = time.time() + 0.15\ndef short_work():\n"
          "    while time.time() < e: pass\nshort_work()\n")
 
@@ -62,7 +64,10 @@ def start_profiler(profiler, work):
     p = subprocess.Popen([profiler, "-F", "99", "-d", "0", "-q", "-o",
                           os.path.join(out, "host.pb.gz")],
                          stderr=open(os.path.join(work, "host.err"), "w"))
-    time.sleep(4)       # start-up (verifier, tables) is not the steady cost
+    # Start-up (verifier, tables, the first symbols) is not the steady
+    # cost: under load its tail lasts several seconds (1.7 ms/s from 4 s
+    # to 9 s, 0.04 ms/s after 14 s, on 2 busy CPUs).
+    time.sleep(WARMUP_S)
     if p.poll() is not None:
         sys.exit("host.py: the profiler exited: " + open(os.path.join(work, "host.err")).read())
     return p
@@ -125,19 +130,27 @@ def measure(profiler, seconds):
     return res
 
 
-def lines(res):
+def budget_rows(res):
+    """[(budget, measured, met)], as bench/run.py lists its budgets."""
     i, b, c = res["idle"], res["busy"], res["churn"]
-    ok = lambda good: "ok" if good else "NOT MET"
     return [
-        "whole host, 99 Hz, idle: %.3f ms of CPU a second (budget 0.5): %s"
-        % (i["ms_per_s"], ok(i["ms_per_s"] <= 0.5)),
-        "whole host, 99 Hz, 10 idle + 2 busy: %.3f %% of the busy targets' CPU "
-        "(%.1f ms of %.0f ms; budget 0.1 %%): %s"
-        % (b["ratio_pct"], b["profiler_ms"], b["targets_ms"], ok(b["ratio_pct"] <= 0.1)),
-        "whole host, 99 Hz, a new process every 0.3 s: %.2f ms of CPU per new process "
-        "above the busy line (%d processes; %.2f ms raw; budget 0.5): %s"
-        % (c["ms_per_new"], c["new_processes"], c["ms_per_new_raw"], ok(c["ms_per_new"] <= 0.5)),
+        ("whole host at 99 Hz, idle: ≤ %g ms of profiler CPU a second" % BUDGETS["idle_ms_s"],
+         "%.3f ms/s (%.0f s)" % (i["ms_per_s"], i["wall_s"]), i["ms_per_s"] <= BUDGETS["idle_ms_s"]),
+        ("whole host at 99 Hz, 10 idle + 2 busy Python processes: profiler CPU ≤ %g %% of the "
+         "busy targets'" % BUDGETS["busy_pct"],
+         "%.3f %% (%.1f ms of %.0f ms)" % (b["ratio_pct"], b["profiler_ms"], b["targets_ms"]),
+         b["ratio_pct"] <= BUDGETS["busy_pct"]),
+        ("whole host at 99 Hz, a new short-lived process every 0.3 s: ≤ %g ms of profiler CPU "
+         "per new process" % BUDGETS["new_ms"],
+         "%.2f ms above the busy line (%.2f ms raw; %d processes of %d versions)"
+         % (c["ms_per_new"], c["ms_per_new_raw"], c["new_processes"], len(VERSIONS)),
+         c["ms_per_new"] <= BUDGETS["new_ms"]),
     ]
+
+
+def lines(res):
+    return ["%s: %s: %s" % (what, val, "ok" if ok else "NOT MET")
+            for what, val, ok in budget_rows(res)]
 
 
 def main():
