@@ -74,15 +74,21 @@ def start_profiler(profiler, work):
 
 
 def window(prof, seconds, targets=(), tick=None):
-    """The profiler's and the targets' CPU over seconds of wall time;
-    tick() is called every 0.3 s meanwhile."""
+    """The profiler's and the targets' CPU over seconds of wall time, and
+    the profiler's per 5 s slice (ms/s); tick() is called every 0.3 s."""
     t0, p0 = time.monotonic(), cpu_ns(prof.pid)
     c0 = sum(cpu_ns(t.pid) for t in targets)
+    s0, ps0, slices = t0, p0, []
     while time.monotonic() - t0 < seconds:
         time.sleep(0.3)
         if tick:
             tick()
+        if time.monotonic() - s0 >= 5:
+            now, pn = time.monotonic(), cpu_ns(prof.pid)
+            slices.append((pn - ps0) / 1e6 / (now - s0))
+            s0, ps0 = now, pn
     wall = time.monotonic() - t0
+    window.slices = slices
     return wall, cpu_ns(prof.pid) - p0, sum(cpu_ns(t.pid) for t in targets) - c0
 
 
@@ -101,7 +107,8 @@ def measure(profiler, seconds):
     with tempfile.TemporaryDirectory(prefix="pyperf-host-") as work:
         prof = start_profiler(profiler, work)
         wall, pc, _ = window(prof, seconds)
-        res["idle"] = {"wall_s": wall, "profiler_ms": pc / 1e6, "ms_per_s": pc / 1e6 / wall}
+        res["idle"] = {"wall_s": wall, "profiler_ms": pc / 1e6, "ms_per_s": pc / 1e6 / wall,
+                       "slices_ms_per_s": window.slices}
         stop([prof])
         idle = [subprocess.Popen([pys[i % len(pys)], "-c", IDLE]) for i in range(10)]
         busy = [subprocess.Popen([pys[i % len(pys)], "-c", BUSY]) for i in range(2)]
@@ -135,7 +142,10 @@ def budget_rows(res):
     i, b, c = res["idle"], res["busy"], res["churn"]
     return [
         ("whole host at 99 Hz, idle: ≤ %g ms of profiler CPU a second" % BUDGETS["idle_ms_s"],
-         "%.3f ms/s (%.0f s)" % (i["ms_per_s"], i["wall_s"]), i["ms_per_s"] <= BUDGETS["idle_ms_s"]),
+         "%.3f ms/s over %.0f s (per 5 s: %s; a one-off such as the first symbols of a "
+         "target's libraries shows as one high slice)"
+         % (i["ms_per_s"], i["wall_s"], " ".join("%.3f" % x for x in i.get("slices_ms_per_s", []))),
+         i["ms_per_s"] <= BUDGETS["idle_ms_s"]),
         ("whole host at 99 Hz, 10 idle + 2 busy Python processes: profiler CPU ≤ %g %% of the "
          "busy targets'" % BUDGETS["busy_pct"],
          "%.3f %% (%.1f ms of %.0f ms)" % (b["ratio_pct"], b["profiler_ms"], b["targets_ms"]),
