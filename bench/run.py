@@ -44,7 +44,15 @@ work per piece), BENCH_NICE (default -10), BENCH_PIN=0 (do not pin targets
 to the last CPU and tools to the others), BENCH_PY311, BENCH_PY38,
 BENCH_SEED, BENCH_KEEP=1 (keep the work directory and outputs),
 BENCH_ONLY=deep (only the deep-program section and its budgets, ~2 min,
-written to bench-deep/BENCHMARKS.md under the current directory).
+written to bench-deep/BENCHMARKS.md under the current directory),
+BENCH_ONLY=host (only the whole-host lines of bench/host.py, ~2.5 min, in
+bench-host/BENCHMARKS.md).
+
+Whole host (issue 25, bench/host.py, run last): every Python process at
+99 Hz in a PID namespace of the bench's own, the profiler's CPU idle (per
+second), with ten idle and two busy Python processes (as a share of the
+busy targets' CPU) and with a new short-lived process every 0.3 s (per
+new process).
 
 The deep program (issue 14's budgets): Debian's black formatting standard
 library modules (bench/workloads/deep.py; apt-get install black), under
@@ -1026,8 +1034,8 @@ def budget_lines(res):
                           "%s µs per target sample less the other runs" % (
                               raw, 100.0 * x["bpf_events"] / x["bpf_run_cnt"], fmt(v, "%.2f")),
                           (v is not None and v <= lim) if x["hz"] == BPF_JUDGED_HZ else SHOWN))
-    if not res["max_rate"]:             # BENCH_ONLY=deep
-        return lines + deep_budget_lines(res)
+    if not res["max_rate"]:             # BENCH_ONLY=deep or host
+        return lines + deep_budget_lines(res) + host_budget_lines(res)
     # Met when some run wrote at least the budget's samples per second with
     # nothing lost, and no run at a lower -F lost any.
     mr = [x for x in res["max_rate"].get("pyperf-nonative", []) if "skipped" not in x]
@@ -1068,7 +1076,7 @@ def budget_lines(res):
     if rss and rows:
         lines.append(("profiler peak RSS ≤ %g MiB (all runs)" % BUDGETS["rss_mib"],
                       "%.1f MiB" % max(rss), max(rss) <= BUDGETS["rss_mib"]))
-    return lines
+    return lines + host_budget_lines(res)
 
 
 def write_markdown(res, path, plot_rel):
@@ -1297,11 +1305,32 @@ def write_outputs(res, md, png):
     write_markdown(res, md, rel)
 
 
+def host_cost(ctx):
+    """Issue 25's whole-host lines (bench/host.py, in a PID namespace of
+    its own): idle, busy as a ratio to the targets' CPU, and churn."""
+    out = os.path.join(ctx.workdir, "host.json")
+    rc = subprocess.call([sys.executable, os.path.join(HERE, "host.py"), "--profiler",
+                          ctx.profiler, "--seconds", "10" if QUICK else "20", "--json", out])
+    if rc:
+        log("bench/host.py failed (exit %d): no whole-host lines" % rc)
+        return None
+    with open(out) as f:
+        return json.load(f)
+
+
+def host_budget_lines(res):
+    import host
+    return host.budget_rows(res["host"]) if res.get("host") else []
+
+
 def measure_deep(ctx, res, py311):
     """BENCH_ONLY=deep: fixed costs (for "less fixed" and the BPF early
     returns) of the three modes, then the deep program."""
+    if ONLY == "host":
+        res["host"] = host_cost(ctx)
+        return
     if ONLY != "deep":
-        die("BENCH_ONLY=%s: only 'deep' is known" % ONLY)
+        die("BENCH_ONLY=%s: only 'deep' and 'host' are known" % ONLY)
     early = {}
     res["fixed"] = fixed_costs(ctx, py311, [Tool("pyperf", 999, n, u) for n, u in DEEP_MODES],
                                1.0, 1, early)
@@ -1343,6 +1372,7 @@ def measure(ctx, res, py311, py38, have_austin, units):
     if not QUICK:
         res["max_rate"]["pyperf-native"] = max_rate(ctx, py311, mu, MAXRATE_RATES, True)
     res["deep"] = deep_program(ctx, py311)
+    res["host"] = host_cost(ctx)
 
 
 def main():

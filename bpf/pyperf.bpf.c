@@ -120,6 +120,9 @@ struct {
 	__uint(max_entries, 256 << 10);
 } proc_events SEC(".maps");
 
+/* Events proc_events had no room for: user space then scans /proc. */
+__u64 proc_events_lost = 0;
+
 /* A sample is too large for the 512-byte BPF stack: build it here, one
  * slot per CPU (a plain array: per-CPU values are limited to 32 KiB).
  * Programs on one CPU do not nest, so a slot has one writer at a time. */
@@ -1754,8 +1757,11 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid)
 {
 	struct py_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
-	if (!e)
-		return;		/* user space still finds it by scanning /proc */
+	if (!e) {
+		/* user space sees the count and scans /proc */
+		__sync_fetch_and_add(&proc_events_lost, 1);
+		return;
+	}
 	e->kind = kind;
 	e->pid = pid;
 	e->ppid = ppid;
@@ -1787,5 +1793,56 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	    pid_nr_in_our_ns(BPF_CORE_READ(child, thread_pid), &pid))
 		return 0;
 	send_proc_event(PROC_FORK, pid, ppid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 pid;
+
+	/* Targets only, once their last thread is gone (the tracepoint runs
+	 * after signal->live is decremented): user space forgets them now
+	 * rather than at a scan of /proc. */
+	if (BPF_CORE_READ(p, signal, live.counter) != 0 ||
+	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid) ||
+	    !bpf_map_lookup_elem(&procs, &pid))
+		return 0;
+	send_proc_event(PROC_EXIT, pid, 0);
+	return 0;
+}
+
+/* An interpreter library mapped executable by a process not yet a target:
+ * an embedding application at start, or a dlopen() at any time. ld.so maps
+ * a library's text with PROT_EXEC, once per library. The mmap(2) system
+ * call's tracepoint: function entries (fentry) cannot be traced everywhere
+ * (a VM may forbid ftrace), and it runs only for mmap calls; most of them
+ * are anonymous or not executable and end at the first test. */
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	static const char want[] = "libpython";
+	struct task_struct *task;
+	struct file **fds, *file = NULL;
+	unsigned long fd = ctx->args[4];
+	char name[sizeof(want)];
+	__u32 pid;
+
+	if (!(ctx->args[2] & 4 /* PROT_EXEC */) || fd > 0xffff)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (fd >= BPF_CORE_READ(task, files, fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), fds + fd) || !file ||
+	    bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(file, f_path.dentry, d_name.name)) < 0)
+		return 0;
+	for (int i = 0; i < sizeof(want) - 1; i++)
+		if (name[i] != want[i])
+			return 0;
+	if (pid_nr_in_our_ns(BPF_CORE_READ(task, group_leader, thread_pid), &pid) ||
+	    bpf_map_lookup_elem(&procs, &pid))
+		return 0;
+	send_proc_event(PROC_MAP, pid, 0);
 	return 0;
 }

@@ -171,11 +171,18 @@ struct py_proc_config {
 
 /* Process events for discovery (the "proc_events" ring buffer), in the
  * profiler's PID namespace. */
-enum proc_event_kind { PROC_EXEC = 1, PROC_FORK };
+enum proc_event_kind {
+	PROC_EXEC = 1,
+	PROC_FORK,		/* a target's child (not a thread) */
+	PROC_EXIT,		/* a target's last thread exited */
+	PROC_MAP,		/* a process not a target mapped a libpython*
+				 * executable (an embedder, dlopen) */
+};
 
 struct py_proc_event {
 	__u32 kind;		/* enum proc_event_kind */
-	__u32 pid;		/* the process that exec'd, or the new child */
+	__u32 pid;		/* the process that exec'd, exited or mapped, or
+				 * the new child */
 	__u32 ppid;		/* fork: the parent (a target) */
 	__u32 _pad;
 };

@@ -83,6 +83,7 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 		/* Fixed targets: no need to watch processes come and go. */
 		bpf_program__set_autoload(skel->progs.on_exec, false);
 		bpf_program__set_autoload(skel->progs.on_fork, false);
+		bpf_program__set_autoload(skel->progs.on_mmap, false);
 	}
 	bpf_map__set_max_entries(skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	skel->rodata->stack_bytes = cfg->stack_bytes;
@@ -349,12 +350,19 @@ int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_
 			return -1;
 		}
 	}
+	/* Exits of targets, in every mode: the session forgets a target, or
+	 * ends, at once rather than at a scan of /proc. */
+	b->exit_link = bpf_program__attach(b->skel->progs.on_exit);
+	if (!b->exit_link)
+		fprintf(stderr, "pyperf-pprof: warning: cannot watch process exits (%s); exited targets are found by scanning /proc every %ld ms\n",
+			strerror(errno), scan_ms);
 	if (!cfg->all && !cfg->subprocesses)
 		return 0;
 	b->exec_link = bpf_program__attach(b->skel->progs.on_exec);
 	b->fork_link = bpf_program__attach(b->skel->progs.on_fork);
-	if (!b->exec_link || !b->fork_link)
-		fprintf(stderr, "pyperf-pprof: warning: cannot watch exec and fork (%s); new processes are found by scanning /proc every %ld ms\n",
+	b->mmap_link = bpf_program__attach(b->skel->progs.on_mmap);
+	if (!b->exec_link || !b->fork_link || !b->mmap_link)
+		fprintf(stderr, "pyperf-pprof: warning: cannot watch exec, fork and mmap (%s); new processes are found by scanning /proc every %ld ms\n",
 			strerror(errno), scan_ms);
 	return 0;
 }
@@ -374,7 +382,19 @@ int bpf_attach_events_fd(const struct bpf_attach *a)
 
 int bpf_attach_proc_events_fd(const struct bpf_attach *a)
 {
-	return a->exec_link ? bpf_map__fd(a->skel->maps.proc_events) : -1;
+	return a->exec_link || a->exit_link ? bpf_map__fd(a->skel->maps.proc_events) : -1;
+}
+
+int bpf_attach_proc_events_complete(const struct bpf_attach *a, const struct config *cfg)
+{
+	if (!a->exit_link)
+		return 0;
+	return (!cfg->all && !cfg->subprocesses) || (a->exec_link && a->fork_link && a->mmap_link);
+}
+
+uint64_t bpf_attach_proc_events_lost(const struct bpf_attach *a)
+{
+	return a->skel && a->skel->bss ? a->skel->bss->proc_events_lost : 0;
 }
 
 void bpf_attach_read_stats(const struct bpf_attach *a, uint64_t stats[STAT__COUNT])
@@ -411,8 +431,10 @@ void bpf_attach_stop(struct bpf_attach *a)
 	a->nevents = 0;
 	bpf_link__destroy(a->exec_link);
 	bpf_link__destroy(a->fork_link);
+	bpf_link__destroy(a->exit_link);
+	bpf_link__destroy(a->mmap_link);
 	bpf_link__destroy(a->switch_link);
-	a->exec_link = a->fork_link = a->switch_link = NULL;
+	a->exec_link = a->fork_link = a->exit_link = a->mmap_link = a->switch_link = NULL;
 }
 
 #define CHECKS_BYTES (PY_CHECK_SLOTS * sizeof(struct py_check))

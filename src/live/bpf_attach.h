@@ -22,7 +22,7 @@ struct bpf_attach {
 	struct bpf_link **links;	/* one per CPU's perf event */
 	int *event_fds;
 	int nevents;
-	struct bpf_link *exec_link, *fork_link, *switch_link;
+	struct bpf_link *exec_link, *fork_link, *exit_link, *mmap_link, *switch_link;
 	int hw_cycles;			/* sampling hardware cycles, not time */
 };
 
@@ -45,10 +45,18 @@ void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
  * mappings, pages; in the order ktables_new() takes them. */
 void bpf_attach_unwind_fds(const struct bpf_attach *a, int fds[4]);
 
-/* The ring buffers' map fds: samples, and exec/fork events (-1 if not
- * watched). */
+/* The ring buffers' map fds: samples, and process events (exec, fork,
+ * exit, mmap; -1 if none is watched). */
 int bpf_attach_events_fd(const struct bpf_attach *a);
 int bpf_attach_proc_events_fd(const struct bpf_attach *a);
+
+/* Does every process event cfg needs come (exits; and exec, fork and
+ * libpython mappings when new processes are looked for)? Then /proc is
+ * scanned only as a safety net. */
+int bpf_attach_proc_events_complete(const struct bpf_attach *a, const struct config *cfg);
+
+/* Process events dropped so far for want of room (a flood of execs). */
+uint64_t bpf_attach_proc_events_lost(const struct bpf_attach *a);
 
 /* The program's code-object checks (bpf/pyperf.h): its request, in its
  * .bss, and the PY_CHECK_SLOTS slots, mapped into our memory. 0, or -1

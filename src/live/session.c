@@ -37,6 +37,11 @@
 
 #define SYMCACHE_ENTRIES	16384
 #define THREADCACHE_ENTRIES	8192
+#define IDLE_POLL_MS		1000	/* ... or this long when nothing came
+					 * for IDLE_POLLS polls (an idle host:
+					 * each wake-up costs ~50-80 us of CPU
+					 * here, 0.8 ms a second at POLL_MS) */
+#define IDLE_POLLS		10
 #define POLL_MS			100	/* the reader sleeps at most this long;
 					 * records that cannot wait wake it
 					 * (pyperf.bpf.c: wakeup_flag) */
@@ -44,7 +49,11 @@
 						 * buffers before the loop checks
 						 * the clock, signals, targets */
 #define PASS_CHECK_EVERY	64		/* records between clock reads */
-#define SCAN_NS			500000000LL	/* /proc rescans and reaping */
+#define SCAN_NS			500000000LL	/* /proc rescans and reaping
+						 * without process events */
+#define SAFETY_SCAN_NS		20000000000LL	/* ... with them: a safety net
+						 * (a libpython linked statically
+						 * into a program named otherwise) */
 #define BATCH_BYTES		(4u << 20)	/* records held back at most */
 #define HOLD_NS			200000000LL	/* ... for at most this long */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
@@ -111,6 +120,13 @@ struct session {
 	uint64_t stop_mono;		/* when they were detached; 0: not yet */
 	int64_t stop_wall;
 	size_t chk_upto;		/* ... for the batch's bytes before this */
+	int64_t scan_ns;		/* SCAN_NS or SAFETY_SCAN_NS */
+	int started;			/* the targets found at start are named */
+	unsigned idle_polls;		/* polls in a row that read no sample */
+	uint64_t samples_read;		/* records read from the ring buffer */
+	uint64_t attached;		/* whole host: targets added since the
+					 * last profile, said as a count */
+	uint64_t events_lost;		/* process events lost, as last seen */
 	uint64_t write_failures;	/* writes failed in a row */
 	int final_write;		/* the last one: tried whatever the probe says */
 };
@@ -190,8 +206,13 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 		if (s->pl)	/* else added when the pipeline starts */
 			pipeline_target_add(s->pl, t);
 		proc_root_note(&t->root, note, sizeof(note));
-		say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s%s\n", t->pid, t->comm,
-		    t->major, t->minor, t->micro, t->module, note);
+		/* A host's churn would be a line per process (285,000 a day
+		 * at one every 0.3 s): counted per profile instead. */
+		if (s->started && s->cfg->all && !s->cfg->verbose)
+			s->attached++;
+		else
+			say(s, "pyperf-pprof: pid %d (%s): Python %u.%u.%u in %s%s\n", t->pid,
+			    t->comm, t->major, t->minor, t->micro, t->module, note);
 		if (s->cfg->verbose && t->tramp.status != TRAMP_NONE)
 			fprintf(stderr, "pyperf-pprof: pid %d: perf trampoline template: %s, %u bytes, %u rules\n",
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
@@ -258,6 +279,20 @@ static int find_targets(struct session *s)
 	return 0;
 }
 
+static int64_t elapsed_ns(const struct session *s);
+
+/* Processes that exec'd or forked while the program was loading (the
+ * events were not watched yet), and a --pid's existing children: one more
+ * look, since the next scan is only a safety net, 20 s away. */
+static void catch_up(struct session *s)
+{
+	if (s->cfg->all || s->cfg->subprocesses)
+		targets_update(&s->ts, elapsed_ns(s), 0);
+	/* From here on the counts say how later targets are found. */
+	s->ts.scans = s->ts.found_by_scan = 0;
+	s->started = 1;
+}
+
 /* --unwind kernel/both: the unwind tables of the targets found so far;
  * later ones are loaded as they are added, or on a sample's miss. */
 static int load_tables(struct session *s)
@@ -313,7 +348,6 @@ static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
 	return e;
 }
 
-static int64_t elapsed_ns(const struct session *s);
 
 /* Notes the code objects of the batch's records before byte upto. */
 static void note_batch(struct session *s, size_t upto)
@@ -436,6 +470,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	const struct py_target *t;
 	int r;
 
+	s->samples_read++;
 	if (size < PY_SAMPLE_COMPACT_HDR || !(t = targets_find(&s->ts, (pid_t)h->pid)))
 		return 0;
 	if ((r = batch_add(s, t, data, size)))
@@ -505,6 +540,10 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid);
+	else if (e->kind == PROC_EXIT)
+		targets_on_exit(&s->ts, (pid_t)e->pid);
+	else if (e->kind == PROC_MAP)
+		targets_on_map(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	return pass_over(s);
 }
 
@@ -555,17 +594,26 @@ static const char *stop_reason(struct session *s, int64_t now)
 	return NULL;
 }
 
-/* How long to wait for records: POLL_MS, or less when -d ends or the
- * BPF program's checks time out sooner. */
+/* How long to wait for records: POLL_MS, IDLE_POLL_MS while nothing
+ * happens (a record piling up or a process event wakes us), or less when
+ * -d or the interval ends or the BPF program's checks time out sooner. */
 static int poll_ms(const struct session *s, int64_t now)
 {
-	int64_t left, ms = POLL_MS;
+	int64_t left, ms = POLL_MS, most = POLL_MS;
 
+	/* Records held, pending processes, a command to reap (SIGCHLD does
+	 * not interrupt the wait) and the status line need the short tick. */
+	if (s->idle_polls >= IDLE_POLLS && !s->batch.len && !s->chk.n && !s->ts.npending &&
+	    !s->child && !s->status_line)
+		ms = most = IDLE_POLL_MS;
 	if (s->chk.n)	/* until the checks time out */
 		ms = ((int64_t)s->chk.issued_ns + CHECK_WAIT_NS - (int64_t)mono_ns()) / 1000000 + 1;
 	if (s->cfg->duration_ms && (left = (int64_t)s->cfg->duration_ms - now / 1000000 + 1) < ms)
 		ms = left;
-	return ms < 1 ? 1 : ms > POLL_MS ? POLL_MS : (int)ms;
+	if (s->cfg->interval_s &&
+	    (left = (s->interval_t0 + (int64_t)s->cfg->interval_s * 1000000000LL - now) / 1000000 + 1) < ms)
+		ms = left;
+	return ms < 1 ? 1 : ms > most ? (int)most : (int)ms;
 }
 
 static int poll_loop(struct session *s)
@@ -577,18 +625,28 @@ static int poll_loop(struct session *s)
 		fprintf(stderr, "pyperf-pprof: cannot create the ring buffer reader: %s\n", strerror(errno));
 		return -1;
 	}
-	if (bpf_attach_proc_events_fd(&s->bpf) >= 0 &&
-	    ring_buffer__add(s->rb, bpf_attach_proc_events_fd(&s->bpf), on_proc_event, s))
-		fprintf(stderr, "pyperf-pprof: warning: cannot read exec events; relying on /proc scans\n");
+	s->scan_ns = SCAN_NS;
+	if (bpf_attach_proc_events_fd(&s->bpf) >= 0) {
+		if (ring_buffer__add(s->rb, bpf_attach_proc_events_fd(&s->bpf), on_proc_event, s))
+			fprintf(stderr, "pyperf-pprof: warning: cannot read process events; relying on /proc scans\n");
+		else if (bpf_attach_proc_events_complete(&s->bpf, s->cfg))
+			s->scan_ns = SAFETY_SCAN_NS;
+	}
 	for (;;) {
 		int64_t now = elapsed_ns(s);
+		uint64_t before;
 		int r;
 
 		reap_child(s);
+		if (s->events_lost != bpf_attach_proc_events_lost(&s->bpf)) {
+			/* Some came and went unseen: look now. */
+			s->events_lost = bpf_attach_proc_events_lost(&s->bpf);
+			s->ts.last_scan_ns = now - s->scan_ns;
+		}
 		/* A scan may forget targets the held records point to. */
-		if (targets_scan_due(&s->ts, now, SCAN_NS) && flush_batch(s))
+		if (targets_scan_due(&s->ts, now, s->scan_ns) && flush_batch(s))
 			return 0;
-		targets_update(&s->ts, now, SCAN_NS);
+		targets_update(&s->ts, now, s->scan_ns);
 		if ((why = stop_reason(s, now)))
 			break;
 		if (write_requested ||
@@ -604,11 +662,15 @@ static int poll_loop(struct session *s)
 			write_profile(s, 0, s->cfg->interval_s != 0);
 		}
 		s->pass_end = now + PASS_NS;
+		before = s->samples_read;
 		r = ring_buffer__poll(s->rb, poll_ms(s, now));
 		/* Records are sent without a wakeup until a batch piles up
 		 * (see pyperf.bpf.c): read what came in since, every time. */
 		if (r >= 0 || r == -EINTR)
 			r = ring_buffer__consume(s->rb);
+		/* Process events do not count: a host's every exec would keep
+		 * the short tick (5 execs a second: 0.7 ms of CPU a second). */
+		s->idle_polls = s->samples_read == before ? s->idle_polls + 1 : 0;
 		if (r != -ENOMEM && advance_batch(s))
 			r = -ENOMEM;
 		if (r < 0 && r != -EINTR && r != -EAGAIN)
@@ -617,6 +679,9 @@ static int poll_loop(struct session *s)
 	}
 	if (why[0])
 		say(s, "pyperf-pprof: %s; writing what was collected\n", why);
+	if (s->cfg->verbose)
+		fprintf(stderr, "pyperf-pprof: discovery: %" PRIu64 " scans of /proc after the first (every %" PRId64 " s), %" PRIu64 " targets found by process events, %" PRIu64 " by scans, %" PRIu64 " process events lost\n",
+			s->ts.scans, s->scan_ns / 1000000000, s->ts.found_by_event, s->ts.found_by_scan, s->events_lost);
 	return 0;
 }
 
@@ -785,6 +850,11 @@ static int write_profile(struct session *s, int final, int rotate)
 		write_failed(s, final, err);
 		return -1;
 	}
+	if (s->attached)
+		say(s, "%spyperf-pprof: %" PRIu64 " new Python process%s found %s (-v names each)\n",
+		    s->status_line ? "\r\033[K" : "", s->attached, s->attached == 1 ? "" : "es",
+		    s->cfg->interval_s ? "in this interval" : "while sampling");
+	s->attached = 0;
 	recovered = s->write_failures != 0;
 	if (recovered)
 		fprintf(stderr, "pyperf-pprof: writing works again after %" PRIu64 " failure%s: wrote %s, with the samples kept since\n",
@@ -876,6 +946,7 @@ static int start(struct session *s)
 		bpf_attach_stop_at(&s->bpf, s->start_mono + s->cfg->duration_ms * 1000000ULL);
 	if (start_pipeline(s))
 		return -1;
+	catch_up(s);
 	s->status_line = !s->cfg->quiet && isatty(STDERR_FILENO);
 	say(s, "pyperf-pprof: sampling %s every %" PRIu64 "%s on %d CPUs%s%s\n", s->cfg->event,
 	    s->cfg->frequency ? 1000000000ULL / s->cfg->frequency : s->cfg->sample_period,

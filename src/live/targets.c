@@ -110,12 +110,9 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid)
 	return t;
 }
 
-/* Forgets the oldest retired targets: all of them, or until one is left
- * free when keep_room. */
-static void forget_retired(struct target_set *ts, int keep_room)
+/* Forgets the n oldest retired targets. */
+static void forget_retired(struct target_set *ts, size_t n)
 {
-	size_t n = keep_room ? (ts->nretired == RETIRED_MAX ? 1 : 0) : ts->nretired;
-
 	for (size_t i = 0; i < n; i++) {
 		if (ts->cb)
 			ts->cb(ts->ctx, ts->retired[i], -1);
@@ -123,6 +120,7 @@ static void forget_retired(struct target_set *ts, int keep_room)
 	}
 	memmove(ts->retired, ts->retired + n, (ts->nretired - n) * sizeof(ts->retired[0]));
 	ts->nretired -= n;
+	ts->retired_old = ts->retired_old > n ? ts->retired_old - n : 0;
 }
 
 /* Where the BPF program finds the GIL's holder; left 0 (unknown) when the
@@ -200,6 +198,13 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].pid == pid) {	/* exec, then its libpython mapped */
+			ts->pending[i].start_time = proc_start_time(pid);
+			if (ts->pending[i].until_ns < now_ns + wait_ns)
+				ts->pending[i].until_ns = now_ns + wait_ns;
+			return;
+		}
 	if (ts->npending == PENDING_MAX)
 		return;
 	ts->pending[ts->npending++] = (struct pending){
@@ -273,8 +278,10 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 	for (size_t i = 0; i < ts->npending;) {
 		struct pending *p = &ts->pending[i];
 
-		if (proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns ||
-		    targets_add(ts, p->pid, 1) == 0) {
+		int gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
+
+		if (gone || targets_add(ts, p->pid, 1) == 0) {
+			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
 		}
@@ -304,25 +311,37 @@ static void scan_proc(struct target_set *ts)
 			continue;	/* not ours; its parent may become ours later */
 		if (targets_add(ts, pid, 1))
 			ignored(ts, key, 1);
+		else
+			ts->found_by_scan++;
 	}
 	if (d)
 		closedir(d);
 }
 
+static int forget_due(const struct target_set *ts, int64_t now_ns)
+{
+	return ts->nretired && now_ns - ts->last_forget_ns >= RETIRED_NS;
+}
+
 int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_ns)
 {
-	return now_ns - ts->last_scan_ns >= scan_ns;
+	return now_ns - ts->last_scan_ns >= scan_ns || forget_due(ts, now_ns);
 }
 
 void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns)
 {
 	retry_pending(ts, now_ns);
-	if (!targets_scan_due(ts, now_ns, scan_ns))
+	if (forget_due(ts, now_ns)) {
+		/* Those retired before the previous tick have had their last
+		 * samples drained by now. */
+		forget_retired(ts, ts->retired_old);
+		ts->retired_old = ts->nretired;
+		ts->last_forget_ns = now_ns;
+	}
+	if (now_ns - ts->last_scan_ns < scan_ns)
 		return;
 	ts->last_scan_ns = now_ns;
-	/* Targets retired at the previous scan have had their last samples
-	 * drained by now. */
-	forget_retired(ts, 0);
+	ts->scans++;
 	reap(ts);
 	if (ts->all || ts->children)
 		scan_proc(ts);
@@ -349,7 +368,8 @@ static void drop(struct target_set *ts, size_t i)
 
 	if (ts->cb)
 		ts->cb(ts->ctx, t, 0);
-	forget_retired(ts, 1);
+	if (ts->nretired == RETIRED_MAX)
+		forget_retired(ts, 1);
 	ts->retired[ts->nretired++] = t;
 	index_del(ts, (size_t)slot_of(ts, t->pid));
 	ts->v[i] = ts->v[--ts->n];
@@ -358,26 +378,53 @@ static void drop(struct target_set *ts, size_t i)
 	ts->exited++;
 }
 
+static int wanted(const struct target_set *ts, pid_t pid);
+
 void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
 {
-	struct proc_stat ps;
 	long i = slot_of(ts, pid);
 
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
-	if (!ts->all && !(ts->children && proc_stat(pid, &ps) == 0 &&
-			  descends_from_target(ts, ps.ppid)))
+	if (!wanted(ts, pid))
 		return;
 	/* Retrying every exec of a busy host would cost more than it finds:
-	 * only interpreters named python are retried; others (an embedding
-	 * application) are found by the next /proc scan. */
+	 * only interpreters named python are retried; an embedding
+	 * application is found when it maps its libpython (PROC_MAP), one
+	 * linked statically under another name by the safety-net scan. */
 	if (!exe_named_python(pid))
 		return;
 	targets_add_pending(ts, pid, now_ns, 2 * 1000000000LL);
 }
 
+/* Is a new process pid, or one that changed (exec, a library mapped),
+ * one to look at? */
+static int wanted(const struct target_set *ts, pid_t pid)
+{
+	struct proc_stat ps;
+
+	return ts->all || (ts->children && proc_stat(pid, &ps) == 0 &&
+			   descends_from_target(ts, ps.ppid));
+}
+
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid)
 {
-	if (ts->children && find_live(ts, ppid))
-		targets_add(ts, pid, 1);
+	/* multiprocessing's fork start method: a copy that never execs. */
+	if ((ts->all || ts->children) && find_live(ts, ppid) && targets_add(ts, pid, 1) == 0)
+		ts->found_by_event++;
+}
+
+void targets_on_exit(struct target_set *ts, pid_t pid)
+{
+	long i = slot_of(ts, pid);
+
+	if (i >= 0)
+		drop(ts, ts->slot[i] - 1);
+}
+
+void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns)
+{
+	/* The library is being mapped as we hear of it: retried shortly. */
+	if (!find_live(ts, pid) && wanted(ts, pid))
+		targets_add_pending(ts, pid, now_ns, 2 * 1000000000LL);
 }

@@ -28,6 +28,8 @@
 typedef void (*target_cb)(void *ctx, const struct py_target *t, int event);
 
 #define RETIRED_MAX 64		/* exited targets kept for late samples */
+#define RETIRED_NS 1000000000LL	/* ... for at least this long (their last
+				 * samples are drained by then) */
 
 struct pending {
 	pid_t pid;
@@ -45,12 +47,16 @@ struct target_set {
 					 * are followed even if it is not Python */
 	struct py_target *retired[RETIRED_MAX];	/* exited, oldest first */
 	size_t nretired;
+	size_t retired_old;		/* the first ones, retired before the last tick */
+	int64_t last_forget_ns;		/* that tick */
 	struct pending pending[PENDING_MAX];	/* not Python (yet): retried */
 	size_t npending;
 	uint64_t ignored[IGNORED_SLOTS];	/* hashes of (pid, start, comm) */
 	size_t nignored;
 	int64_t last_scan_ns;
 	uint64_t added, exited, failed;	/* counters for the summary */
+	uint64_t scans;			/* of /proc, reaping and looking */
+	uint64_t found_by_event, found_by_scan;	/* targets added after the start */
 	pid_t self;			/* this profiler's pid, never a target */
 	uint64_t self_dev, self_ino;	/* its executable: another process
 					 * running it is a profiler too */
@@ -80,10 +86,12 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet);
  * command that is not Python yet: a shell, an interpreter starting up). */
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns);
 
-/* Retries pending processes; at most every scan_ns also reaps exited
- * targets and, in system-wide or children mode, looks for new processes. */
+/* Retries pending processes; forgets targets retired RETIRED_NS ago; at
+ * most every scan_ns also reaps exited targets and, in system-wide or
+ * children mode, looks for new processes in /proc (with process events,
+ * a safety net). */
 void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns);
-/* Will targets_update scan, and so perhaps forget targets, now? */
+/* Will targets_update scan or forget retired targets, now? */
 int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_ns);
 
 const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
@@ -95,5 +103,12 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns);
 
 /* A target forked (fork copies its interpreter): profile the child now. */
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid);
+
+/* A target exited: stop sampling it (it is retired, for late samples). */
+void targets_on_exit(struct target_set *ts, pid_t pid);
+
+/* A process mapped an interpreter library (an embedder, dlopen): one worth
+ * watching is retried for a while, until its mapping is complete. */
+void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns);
 
 #endif

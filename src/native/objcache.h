@@ -33,8 +33,9 @@
 struct target_src;
 
 /* Who hangs data off entries and processes. */
-/* OC_PYEVAL: the eval loop's ranges of an interpreter file (src/python/pyeval.c). */
-enum oc_user { OC_UNWIND, OC_SYMS, OC_PYEVAL, OC_USERS };
+/* OC_PYEVAL: the eval loop's ranges of an interpreter file (src/python/pyeval.c).
+ * OC_PYVERSION: the version string found in its image (src/python/pyversion.c). */
+enum oc_user { OC_UNWIND, OC_SYMS, OC_PYEVAL, OC_PYVERSION, OC_USERS };
 
 struct oc_obj {
 	uint64_t serial;		/* 0: free slot; never reused */

@@ -106,6 +106,7 @@ static int version_from_image(struct elf_file *ef, unsigned hmaj,
 struct candidate {
 	const struct target_src *src;
 	struct objcache *oc;
+	struct oc_obj *obj;		/* the file's entry in the object layer */
 	const struct proc_map *map;
 	struct elf_file *ef;		/* the object layer's; not closed here */
 	uint64_t bias;
@@ -144,11 +145,12 @@ static int interp_head_from_code(struct elf_file *ef, uint64_t *vaddr)
  * layer: the unwinder and the symbolizer use the same entry later. */
 static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
 {
-	const struct oc_obj *o = objcache_map_obj(c->oc, c->src, pid, m);
+	struct oc_obj *o = objcache_map_obj(c->oc, c->src, pid, m);
 	uint64_t base;
 
 	if (!o)
 		return -1;
+	c->obj = o;
 	c->ef = o->ef;
 	if (elf_file_base_vaddr(c->ef, &base))
 		goto no;
@@ -197,6 +199,51 @@ static int find_runtime(pid_t pid, const struct proc_maps *maps, struct candidat
 	return -1;
 }
 
+/* What version_from_image found in one file, per hint: a file's version
+ * string does not change, and the scan (up to a MiB of .rodata, for 3.10
+ * and older, which have no Py_Version) was a new process's largest cost
+ * on a host that starts many of one interpreter. */
+struct version_found {
+	unsigned hmaj, hmin, major, minor, micro;
+	int found;
+};
+
+struct version_memo {
+	struct version_found v[2];	/* with the name's hint, and without */
+	int n;
+};
+
+static void memo_free(void *ctx, void *data)
+{
+	free(data);
+}
+
+static int version_of_obj(struct candidate *c, unsigned hmaj, unsigned hmin,
+			  struct py_target *t)
+{
+	struct version_memo *m = c->obj->user[OC_PYVERSION];
+	int found;
+
+	for (int i = 0; m && i < m->n; i++)
+		if (m->v[i].hmaj == hmaj && m->v[i].hmin == hmin) {
+			t->major = m->v[i].major;
+			t->minor = m->v[i].minor;
+			t->micro = m->v[i].micro;
+			return m->v[i].found;
+		}
+	found = version_from_image(c->ef, hmaj, hmin, t);
+	if (!m && (m = calloc(1, sizeof(*m)))) {
+		objcache_set_user(c->oc, OC_PYVERSION, NULL, memo_free, NULL);
+		c->obj->user[OC_PYVERSION] = m;
+		objcache_account(c->oc, c->obj, OC_PYVERSION, sizeof(*m));
+	}
+	if (m && m->n < 2)
+		m->v[m->n++] = (struct version_found){ .hmaj = hmaj, .hmin = hmin,
+						       .major = t->major, .minor = t->minor,
+						       .micro = t->micro, .found = found };
+	return found;
+}
+
 static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 {
 	unsigned hmaj = 0, hmin = 0;
@@ -213,8 +260,8 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 		return 0;
 	}
 	version_from_name(c->map->path, &hmaj, &hmin);
-	if (version_from_image(c->ef, hmaj, hmin, t) == 0 ||
-	    (hmaj && version_from_image(c->ef, 0, 0, t) == 0)) {
+	if (version_of_obj(c, hmaj, hmin, t) == 0 ||
+	    (hmaj && version_of_obj(c, 0, 0, t) == 0)) {
 		t->version_hex = t->major << 24 | t->minor << 16 | t->micro << 8 | 0xf0;
 		return 0;
 	}
