@@ -157,6 +157,53 @@ int targets_is_profiler(const struct target_set *ts, pid_t pid)
 	       (uint64_t)st.st_ino == ts->self_ino;
 }
 
+#define ADOPT_THREADS	256	/* threads of a new target whose children are read */
+
+/* Children a process forked before it became a target (while it waited
+ * to be attached): the BPF program reports forks of targets only, and a
+ * child that never execs (multiprocessing's fork start method) would
+ * wait for the safety-net scan. Read from /proc/PID/task/TID/children;
+ * direct children only, at most ADOPT_THREADS threads' lists. */
+static void adopt_children(struct target_set *ts, pid_t pid)
+{
+	char path[64], buf[4096];
+	struct dirent *d;
+	DIR *dir;
+	int nthreads = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	ts->adopting = 1;
+	while ((d = readdir(dir)) && nthreads < ADOPT_THREADS) {
+		FILE *f;
+		size_t n;
+
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		nthreads++;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		for (char *q = buf, *end; *q; q = end) {
+			long child = strtol(q, &end, 10);
+
+			if (end == q)
+				break;
+			if (child > 0 && !find_live(ts, (pid_t)child) &&
+			    targets_add(ts, (pid_t)child, 1) == 0)
+				ts->found_by_event++;
+		}
+	}
+	ts->adopting = 0;
+	closedir(dir);
+}
+
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
 	struct py_target *t;
@@ -193,6 +240,8 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 	ts->added++;
 	if (ts->cb)
 		ts->cb(ts->ctx, t, 1);
+	if ((ts->all || ts->children) && !ts->adopting)
+		adopt_children(ts, pid);
 	return 0;
 }
 

@@ -57,6 +57,7 @@ struct target_set {
 	uint64_t added, exited, failed;	/* counters for the summary */
 	uint64_t scans;			/* of /proc, reaping and looking */
 	uint64_t found_by_event, found_by_scan;	/* targets added after the start */
+	int adopting;			/* in adopt_children(): no recursion */
 	pid_t self;			/* this profiler's pid, never a target */
 	uint64_t self_dev, self_ino;	/* its executable: another process
 					 * running it is a profiler too */
