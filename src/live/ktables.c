@@ -407,7 +407,7 @@ int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid
 	__u32 key = (__u32)pid;
 	int reset;
 
-	if (slot->pid == pid && slot->last_ns >= seen_ns && now_ns - slot->last_ns < KT_RELOAD_NS) {
+	if (slot->pid == pid && !oc_reread_due(slot->last_ns, seen_ns, now_ns, KT_RELOAD_NS)) {
 		kt->st.pid_throttled++;
 		return 0;
 	}

@@ -162,7 +162,7 @@ struct oc_proc *objcache_proc(struct objcache *oc, const struct target_src *src,
  * re-read /proc/PID/maps. */
 int objcache_refresh(struct objcache *oc, struct oc_proc *p, uint64_t seen_ns)
 {
-	if (p->read_ns >= seen_ns && now_ns() - p->read_ns < OC_REFRESH_NS)
+	if (!oc_reread_due(p->read_ns, seen_ns, now_ns(), OC_REFRESH_NS))
 		return -1;
 	return load_maps(oc, p);
 }

@@ -111,6 +111,15 @@ struct oc_proc *objcache_proc(struct objcache *oc, const struct target_src *src,
  * (indices and memos of the old maps are gone). */
 int objcache_refresh(struct objcache *oc, struct oc_proc *p, uint64_t seen_ns);
 
+/* The rule objcache_refresh() and the BPF tables' reload share: a view
+ * read at read_ns is read again for a miss seen at seen_ns if it predates
+ * that, or if it is throttle_ns old. */
+static inline int oc_reread_due(uint64_t read_ns, uint64_t seen_ns, uint64_t now_ns,
+				uint64_t throttle_ns)
+{
+	return read_ns < seen_ns || now_ns - read_ns >= throttle_ns;
+}
+
 /* The object behind p->maps.v[i] (a file or the vDSO), loaded on first
  * use and memoized until the maps are re-read. NULL if there is none. */
 struct oc_obj *objcache_obj(struct objcache *oc, struct oc_proc *p, size_t i);
