@@ -86,6 +86,19 @@ struct {
  * SPAN_MAX_PERIODS periods: samples come every period while it runs), a
  * sample weighs its period and a switch-out nothing.
  */
+/* When the duration ends (bpf_ktime_get_ns; 0: never), set by user space,
+ * so that a reader falling behind cannot stretch the window. Wall mode
+ * samples on a little past it, each record cut to what lies before it. */
+__u64 stop_at_ns;
+
+/* The part before stop of a span that ends at now. */
+static __always_inline __u64 span_before(__u64 now, __u64 span, __u64 stop)
+{
+	if (now <= stop)
+		return span;
+	return now - span < stop ? stop - (now - span) : 0;
+}
+
 #define SINCE_OFF		1	/* it left the CPU; its switch-in sets the time */
 #define SPAN_MAX_PERIODS	64
 
@@ -1511,7 +1524,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	__u64 wake;
 	struct py_proc_config *cfg;
 	struct py_sample *s;
-	__u64 tstate, size;
+	__u64 tstate, size, now;
 	__u32 npcs = 0, fsize;
 	void *out;
 	int err = 0;
@@ -1536,8 +1549,16 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		stat_inc(STAT_LATE);
 		stat_add(STAT_LATE_NS, late);
 	}
-	period = oncpu_span(task, bpf_ktime_get_ns(), period, (flags & SAMPLE_F_OFFCPU) != 0,
-			    cfg->since_ns);
+	now = bpf_ktime_get_ns();
+	period = oncpu_span(task, now, period, (flags & SAMPLE_F_OFFCPU) != 0, cfg->since_ns);
+	if (wall_mode && stop_at_ns && now > stop_at_ns) {
+		/* Wall mode's last events (session.c waits for them): what a
+		 * thread ran until the window's end, and no wait after it. */
+		period = span_before(now, period, stop_at_ns);
+		flags &= ~SAMPLE_F_OFFCPU;
+		if (!period)
+			return 0;
+	}
 	s = bpf_map_lookup_elem(&scratch, &cpu);
 	if (!s)
 		return 0;
@@ -1655,11 +1676,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 }
 
 /* Set by user space once the events are open: they count time (cpu-clock,
- * task-clock), so late samples can be told; and when the duration ends
- * (bpf_ktime_get_ns; 0: never), so that a reader falling behind cannot
- * stretch the window. */
+ * task-clock), so late samples can be told. */
 bool time_events;
-__u64 stop_at_ns;
 
 /* Each CPU's last event, for any process: when it fired, whose thread it
  * was, and how many times that thread had left a CPU then. */
@@ -1706,7 +1724,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct tick *last;
 
-	if (stop_at_ns && now > stop_at_ns)
+	if (stop_at_ns && now > stop_at_ns && !wall_mode)
 		return 0;
 	if (time_events && (last = bpf_map_lookup_elem(&last_tick, &zero))) {
 		task = bpf_get_current_task_btf();
@@ -1723,6 +1741,26 @@ int on_sample(struct bpf_perf_event_data *ctx)
 }
 
 /*
+ * Wall mode: a thread coming onto the CPU for the first time since its
+ * process became a target has waited for a CPU since then (or since it
+ * was made), unless it was blocked in a system call, which user space
+ * read at the window's start. When that wait began, sent in the switch-in
+ * record's period, counts with the thread's next stack (user space,
+ * sample.c). 0: seen before, or not known.
+ */
+static __always_inline __u64 first_sight(struct task_struct *task, __u64 proc_since)
+{
+	__u64 *since = bpf_task_storage_get(&oncpu_since, task, NULL,
+					    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 born = BPF_CORE_READ(task, start_time);
+
+	/* No storage: nothing known, nothing claimed. */
+	if (!since || *since)
+		return 0;
+	return born > proc_since ? born : proc_since;
+}
+
+/*
  * Wall mode: a target thread leaving the CPU (to sleep, wait for I/O, a
  * lock or the GIL, or because it was preempted) is sampled there, while it
  * is still current; when it comes back, a short record closes the
@@ -1734,6 +1772,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct py_sample_hdr h = {};
+	struct py_proc_config *cfg;
+	__u64 now;
 	__u32 tgid;
 
 	/* A thread that exits leaves the CPU for good: no wait to count
@@ -1741,13 +1781,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (!(BPF_CORE_READ(prev, flags) & PF_EXITING))
 		sample_current(ctx, 0xffffffffffffffffULL, 0, 0, SAMPLE_F_OFFCPU);
 	if (pid_nr_in_our_ns(BPF_CORE_READ(next, group_leader, thread_pid), &tgid) ||
-	    !bpf_map_lookup_elem(&procs, &tgid) ||
+	    !(cfg = bpf_map_lookup_elem(&procs, &tgid)) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(next, thread_pid), &h.tid))
 		return 0;
+	now = bpf_ktime_get_ns();
 	h.pid = tgid;
-	h.time_ns = bpf_ktime_get_ns();
+	h.time_ns = stop_at_ns && now > stop_at_ns ? stop_at_ns : now;
 	h.flags = SAMPLE_F_OFFCPU_END;
-	oncpu_span(next, h.time_ns, 0, 0, 0);	/* its time on the CPU starts */
+	h.period = first_sight(next, cfg->since_ns);
+	oncpu_span(next, now, 0, 0, 0);	/* its time on the CPU starts */
 	if (bpf_ringbuf_output(&events, &h, sizeof(h), wakeup_flag(0, 0)))
 		stat_inc(STAT_LOST);
 	return 0;

@@ -74,10 +74,9 @@ fi
 for py in $root/3.8.18/bin/python3.8 /usr/bin/python3.11 $root/3.12.1/bin/python3.12 \
 	$root/3.13.0/bin/python3.13 $sid; do
 	case $py in sid:*) ;; *) [ -x "$py" ] || { echo "FAIL $py: not present"; failed=1; continue; } ;; esac
-	# Known rare miss: the busy thread comes 0-1.6 % short, and under
-	# heavy load (load average 10-15 on 2 cores) 2-4 % short about once
-	# in 15 runs (more, once in ~60); the waiting threads are exact
-	# (0.2 %, the rounding of the window as pprof prints it).
+	# The busy thread too: its wait for a CPU at the window's start
+	# and its run at the end count (it read 2-4 % short under load
+	# average 10-15 before).
 	twice run "$py" wall
 done
 

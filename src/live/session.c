@@ -686,17 +686,41 @@ static int poll_loop(struct session *s)
 }
 
 /* now, or the duration's end if that came first (the events took no
- * sample after it: bpf_attach_stop_at; not in wall mode). */
+ * sample after it, or in wall mode none that counts past it:
+ * bpf_attach_stop_at). */
 static uint64_t window_end(const struct session *s, uint64_t now)
 {
 	uint64_t end = s->start_mono + s->cfg->duration_ms * 1000000ULL;
 
-	return s->cfg->duration_ms && !s->cfg->wall && end < now ? end : now;
+	return s->cfg->duration_ms && end < now ? end : now;
+}
+
+/* Wall mode: a thread on the CPU at the window's end has run since its
+ * last record, which its next record (a sample within a period, or its
+ * switch-out) carries; the BPF program cuts records at the end, so wait
+ * two periods for them (at most WALL_GRACE_MAX_NS). */
+#define WALL_GRACE_MAX_NS	100000000ULL
+
+static void wall_grace(struct session *s)
+{
+	uint64_t period = s->cfg->frequency ? 1000000000ULL / s->cfg->frequency :
+			  s->cfg->sample_period;
+	uint64_t grace = 2 * period + 2000000, until, now;
+
+	if (!s->cfg->wall || !s->rb)
+		return;
+	bpf_attach_stop_at(&s->bpf, s->stop_mono);
+	until = s->stop_mono + (grace < WALL_GRACE_MAX_NS ? grace : WALL_GRACE_MAX_NS);
+	while ((now = mono_ns()) < until) {
+		s->pass_end = now + PASS_NS;
+		if (ring_buffer__poll(s->rb, (int)((until - now) / 1000000) + 1) < 0 &&
+		    errno != EINTR)
+			break;
+	}
 }
 
 static void stop_sampling(struct session *s)
 {
-	bpf_attach_stop(&s->bpf);
 	/* The window ends here, not once the drain below is done: a busy
 	 * thread has no sample after it, a waiting one would count on; or at
 	 * the duration's end if that came first (the events took no sample
@@ -706,7 +730,9 @@ static void stop_sampling(struct session *s)
 
 		s->stop_mono = window_end(s, now);
 		s->stop_wall = wall_ns() - (int64_t)(now - s->stop_mono);
+		wall_grace(s);
 	}
+	bpf_attach_stop(&s->bpf);
 	/* Records already in the ring buffer are kept. Nothing is added any
 	 * more, so the drain ends, in passes that may yield (pass_over). */
 	if (!s->rb)
@@ -942,7 +968,7 @@ static int start(struct session *s)
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	s->start_mono = (uint64_t)s->t0.tv_sec * 1000000000ULL + (uint64_t)s->t0.tv_nsec;
 	s->start_wall = wall_ns();
-	if (s->cfg->duration_ms && !s->cfg->wall)
+	if (s->cfg->duration_ms)
 		bpf_attach_stop_at(&s->bpf, s->start_mono + s->cfg->duration_ms * 1000000ULL);
 	if (start_pipeline(s))
 		return -1;

@@ -726,9 +726,10 @@ static int offcpu_start(struct sample_sink *k, const struct py_target *t,
 	return back >= s->h.time_ns ? offcpu_end(k, t, o, back) : 0;
 }
 
-/* A thread came back to the CPU at now_ns. */
+/* A thread came back to the CPU at now_ns; first_ns: off it since then,
+ * its first time on it (bpf: first_sight), else 0. */
 static int offcpu_back(struct sample_sink *k, const struct py_target *t, uint32_t tid,
-		       uint64_t now_ns)
+		       uint64_t now_ns, uint64_t first_ns)
 {
 	struct offcpu *o = offcpu_slot(k, tid, 1);
 
@@ -738,11 +739,34 @@ static int offcpu_back(struct sample_sink *k, const struct py_target *t, uint32_
 	}
 	if (o->tid && o->locs)
 		return offcpu_end(k, t, o, now_ns);
-	/* No wait open: its switch-out may still be on its way. */
+	/* No wait open: its switch-out may still be on its way, or this is
+	 * a thread that waited for a CPU since before the window (not
+	 * blocked: those were read at its start, blocked.c). */
 	o->tid = tid;
 	o->pid = (uint32_t)t->pid;
 	o->end_ns = now_ns;
+	o->first_ns = first_ns > k->offcpu_floor ? first_ns : k->offcpu_floor;
+	if (!first_ns || o->first_ns >= now_ns)
+		o->first_ns = 0;
 	return 0;
+}
+
+/* A thread's first stack after a first switch-in: the stack it waited
+ * with, as every sample's stack weighs the time before it. */
+static int offcpu_first(struct sample_sink *k, const struct py_target *t, const struct py_sample *s,
+			size_t n, const char *tname, const char *task)
+{
+	struct offcpu *o = offcpu_slot(k, s->h.tid, 0);
+	int64_t w, p = (int64_t)k->period_ns;
+	int r;
+
+	if (!o || o->locs || !o->first_ns)
+		return 0;
+	w = (int64_t)(o->end_ns - o->first_ns);
+	r = add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname, task,
+			s->h.flags | SAMPLE_F_OFFCPU, p ? (w + p / 2) / p : 1, w);
+	offcpu_clear(k, o);
+	return r;
 }
 
 /* A wait still going on counts up to now_ns in this interval and goes on
@@ -940,7 +964,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		return 0;
 	}
 	if (size >= sizeof(s->h) && (s->h.flags & SAMPLE_F_OFFCPU_END)) {
-		return offcpu_back(k, t, s->h.tid, s->h.time_ns);
+		return offcpu_back(k, t, s->h.tid, s->h.time_ns, s->h.period);
 	}
 	k->n.records++;
 	k->n.record_bytes += size;	/* as sent */
@@ -997,6 +1021,8 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	if (k->tasks && s->h.tstate)
 		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
 					    s->h.nframes, s->h.time_ns);
+	if (offcpu_first(k, t, s, n, tname ? tname : comm, task))
+		return -1;
 	if (s->h.flags & SAMPLE_F_OFFCPU) {
 		/* Its time on the CPU since its last sample (wall mode's
 		 * oncpu_span in BPF) ended here: running, with this stack. */

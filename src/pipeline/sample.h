@@ -96,6 +96,9 @@ struct offcpu {
 	uint32_t flags;		/* SAMPLE_F_* of the switch-out record */
 	uint64_t start_ns;
 	uint64_t end_ns;	/* locs NULL: a switch-in seen first */
+	uint64_t first_ns;	/* locs NULL: that switch-in was the thread's
+				 * first, off the CPU since then (waiting for a
+				 * CPU); its next stack takes the wait. 0: not */
 	uint64_t *locs;		/* NULL: no wait open */
 	size_t n;
 	char tname[64];
