@@ -532,15 +532,13 @@ static __always_inline void count_end(__u8 end)
 	}
 }
 
-/* Unwinds the user stack from the interrupted registers into pcs after
- * frames[n]; returns how many. */
+/* Unwinds the user stack from the interrupted registers (ip, sp, bp; top:
+ * the main thread's mm->start_stack) into pcs after frames[n]; returns how
+ * many. */
 static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u32 n,
-					   __u32 fsize)
+					   __u32 fsize, __u64 ip, __u64 sp, __u64 bp, __u64 top)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct nwalk w = { .s = s, .r.exact = 1 };
-
 
 	s->h.flags |= SAMPLE_F_NATIVE_PCS;
 	stat_inc(STAT_NATIVE_WALKS);
@@ -552,10 +550,10 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 	}
 	/* Three fields, not a copy of pt_regs: the 512-byte stack is shared
 	 * with the stack copy's. */
-	w.r.ip = BPF_CORE_READ(regs, ip);
-	w.r.sp = BPF_CORE_READ(regs, sp);
-	w.r.bp = BPF_CORE_READ(regs, bp);
-	w.r.top = BPF_CORE_READ(task, mm, start_stack);
+	w.r.ip = ip;
+	w.r.sp = sp;
+	w.r.bp = bp;
+	w.r.top = top;
 	if (w.r.top <= w.r.sp)
 		w.r.top = 0;	/* another thread's stack: its top holds the TCB */
 	w.pc_off = (n > PYPERF_MAX_FRAMES ? PYPERF_MAX_FRAMES : n) *

@@ -244,28 +244,20 @@ static __always_inline struct cpu_thread *cpu_thread_slot(__u32 tid)
 static __always_inline __u64 find_tstate_slow(const struct py_proc_config *cfg,
 					      __u64 ident, int *err)
 {
-	const struct py_walk_offsets *off = &cfg->off;
-	struct find_ctx c = { .off = off, .ident = ident };
-	__u64 *cached, interp = 0;
+	__u64 *cached, found;
 
 	cached = bpf_task_storage_get(&tstates, bpf_get_current_task_btf(), NULL, 0);
-	if (cached && tstate_matches(off, *cached, ident) == 1)
+	if (cached && tstate_matches(&cfg->off, *cached, ident) == 1)
 		return *cached;
-	if (read_ptr(&interp, cfg->interp_head_addr) || !interp ||
-	    read_ptr(&c.cur, interp + off->interp_tstate_head)) {
-		*err = 1;
-		return 0;
-	}
-	bpf_loop(PYPERF_MAX_THREADS, find_step, &c, 0);
-	*err = c.err;
-	if (!c.found)
+	found = search_tstate(cfg, ident, err);
+	if (!found)
 		return 0;
 	if (!cached)
 		cached = bpf_task_storage_get(&tstates, bpf_get_current_task_btf(), NULL,
 					      BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (cached)
-		*cached = c.found;
-	return c.found;
+		*cached = found;
+	return found;
 }
 
 /* Returns the thread's PyThreadState, 0 if it has none; sets *err when a
@@ -402,6 +394,17 @@ static __always_inline __u16 copy_kernel_stack(void *ctx, struct py_sample *s, _
 /* Set by user space before load: enum py_unwind_mode. */
 const volatile __u32 unwind_mode = PY_UNWIND_USER;
 
+/* unwind_native from the current task's user registers. */
+static __always_inline __u32 unwind_current(struct py_sample *s, __u32 tgid, __u32 n,
+					    __u32 fsize)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	return unwind_native(s, tgid, n, fsize, BPF_CORE_READ(regs, ip), BPF_CORE_READ(regs, sp),
+			     BPF_CORE_READ(regs, bp), BPF_CORE_READ(task, mm, start_stack));
+}
+
 /* --unwind kernel met code whose tables are not loaded yet (a process
  * just found, a library or JIT region mapped since): the sample's stack
  * is copied as well and unwound in user space, so that the first samples
@@ -479,34 +482,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.flags |= gil_state(cfg, tstate);
 	if (gil_only && !(s->h.flags & SAMPLE_F_GIL_HELD))
 		return 0;
-	if (!tstate) {
-		s->h.flags |= err ? SAMPLE_F_NO_INTERP : SAMPLE_F_NO_TSTATE;
-		stat_inc(STAT_NO_TSTATE);
-	} else {
-		w.off = &cfg->off;
-		w.s = s;
-		w.frame = first_frame(&cfg->off, tstate, &w.cframe, &w.err);
-		/* Two steps a frame at most: under -X perf every call has
-		 * its shim frame (3.12+). */
-		bpf_loop(2 * PYPERF_MAX_FRAMES + 2, walk_step, &w, 0);
-		/* A chain still going when the steps ran out is cut, never
-		 * silently short. */
-		if (w.frame && !w.err && !(s->h.flags & SAMPLE_F_BAD_CHAIN))
-			s->h.flags |= SAMPLE_F_TRUNCATED;
-		if (cfg->off.entry_kind != PY_ENTRY_EVERY)
-			s->h.flags |= SAMPLE_F_ANCHORED;
-		if (w.err) {
-			s->h.flags |= SAMPLE_F_READ_ERR;
-			stat_inc(STAT_READ_ERR);
-		}
-		if (s->h.flags & SAMPLE_F_TRUNCATED)
-			stat_inc(STAT_TRUNCATED);
-		if (s->h.flags & SAMPLE_F_BAD_CHAIN)
-			stat_inc(STAT_BAD_CHAIN);
-	}
-	if (w.n > PYPERF_MAX_FRAMES)
-		w.n = PYPERF_MAX_FRAMES;
-	s->h.nframes = w.n;
+	walk_thread(&w, cfg, s, tstate, err);
 	s->h.native_n = 0;
 	s->h.native_end = 0;
 	if (stack_bytes && unwind_mode != PY_UNWIND_USER) {
@@ -514,7 +490,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 
 		if ((__s64)ip < 0)
 			s->h.flags |= SAMPLE_F_KERNEL;
-		npcs = unwind_native(s, tgid, w.n, fsize);
+		npcs = unwind_current(s, tgid, w.n, fsize);
 		stat_add(STAT_NATIVE_NS, bpf_ktime_get_ns() - t0);
 	}
 	s->h.stack_len = 0;

@@ -82,6 +82,26 @@ static long find_step(__u32 i, struct find_ctx *c)
 	return 0;
 }
 
+/* The thread state whose thread id is ident in the interpreter's thread
+ * list, or 0; sets *err when a read failed (e.g. the interpreter not yet
+ * initialised). */
+static __always_inline __u64 search_tstate(const struct py_proc_config *cfg, __u64 ident,
+					   int *err)
+{
+	const struct py_walk_offsets *off = &cfg->off;
+	struct find_ctx c = { .off = off, .ident = ident };
+	__u64 interp = 0;
+
+	if (read_ptr(&interp, cfg->interp_head_addr) || !interp ||
+	    read_ptr(&c.cur, interp + off->interp_tstate_head)) {
+		*err = 1;
+		return 0;
+	}
+	bpf_loop(PYPERF_MAX_THREADS, find_step, &c, 0);
+	*err = c.err;
+	return c.found;
+}
+
 struct walk_ctx {
 	const struct py_walk_offsets *off;
 	struct py_sample *s;
@@ -359,6 +379,42 @@ static __always_inline __u64 first_frame(const struct py_walk_offsets *off,
 		return 0;
 	}
 	return f;
+}
+
+/* The Python frames of thread state tstate (0: none; err: a read failed
+ * finding it) into s, with the walk's flags; w holds the walk's state
+ * (w->compact set by the caller), w->n the frames put. */
+static __always_inline void walk_thread(struct walk_ctx *w, const struct py_proc_config *cfg,
+					struct py_sample *s, __u64 tstate, int err)
+{
+	if (!tstate) {
+		s->h.flags |= err ? SAMPLE_F_NO_INTERP : SAMPLE_F_NO_TSTATE;
+		stat_inc(STAT_NO_TSTATE);
+	} else {
+		w->off = &cfg->off;
+		w->s = s;
+		w->frame = first_frame(&cfg->off, tstate, &w->cframe, &w->err);
+		/* Two steps a frame at most: under -X perf every call has
+		 * its shim frame (3.12+). */
+		bpf_loop(2 * PYPERF_MAX_FRAMES + 2, walk_step, w, 0);
+		/* A chain still going when the steps ran out is cut, never
+		 * silently short. */
+		if (w->frame && !w->err && !(s->h.flags & SAMPLE_F_BAD_CHAIN))
+			s->h.flags |= SAMPLE_F_TRUNCATED;
+		if (cfg->off.entry_kind != PY_ENTRY_EVERY)
+			s->h.flags |= SAMPLE_F_ANCHORED;
+		if (w->err) {
+			s->h.flags |= SAMPLE_F_READ_ERR;
+			stat_inc(STAT_READ_ERR);
+		}
+		if (s->h.flags & SAMPLE_F_TRUNCATED)
+			stat_inc(STAT_TRUNCATED);
+		if (s->h.flags & SAMPLE_F_BAD_CHAIN)
+			stat_inc(STAT_BAD_CHAIN);
+	}
+	if (w->n > PYPERF_MAX_FRAMES)
+		w->n = PYPERF_MAX_FRAMES;
+	s->h.nframes = w->n;
 }
 
 #endif /* PYWALK_BPF_H */

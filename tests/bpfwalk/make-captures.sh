@@ -1,0 +1,143 @@
+#!/bin/sh
+# tests/bpfwalk/make-captures.sh [NAME...]: regenerates the captures
+# tests/bpfwalk.sh replays (run it only to refresh them; needs root, a
+# built tree (make check builds tests/bpfwalk/bpfcapture), Debian's
+# python3.11 with python3.11-dev, and the sid chroot of contrib/sid-chroot.sh
+# for the 3.14 and 3.15 cases).
+#
+# Each case runs tests/workloads/blocked_deep.py (Python recursion, libc's
+# qsort calling back into Python, tests/ext/cbext.c's call_back, then an
+# os.read that blocks for good) under a live `pyperf-pprof --mode wall
+# --record` (default native unwinding in BPF), lets it block, and runs
+# bpfcapture on it: the capture is written only if the BPF walk compiled
+# into user space, run on that thread's registers against the live
+# process with the profiler's own map entries, gave the record the
+# profiler's BPF program sent when the thread blocked (bpfcapture.c).
+#
+# Cases (name, interpreter, options):
+#   py311-debian     /usr/bin/python3.11            3.11: cframe chain anchors, is_entry
+#   py314-sid        sid:/usr/bin/python3.14        3.14: tagged f_executable, shim frames
+#   py314-sid-perf   sid:/usr/bin/python3.14 -X perf   and perf trampolines (no CFI)
+#   py315-sid        sid:/usr/bin/python3.15        3.15: the thread's base frame
+#   py315-sid-perf   sid:/usr/bin/python3.15 -X perf
+#
+# Environment: PYPERF (default ./pyperf-pprof of the top directory),
+# BPFCAPTURE (default tests/bpfwalk/bpfcapture of the top directory),
+# PY311, PYPERF_SID_ROOT.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+TOP_SRCDIR=$top
+PYPERF=${PYPERF:-$top/pyperf-pprof}
+BPFCAPTURE=${BPFCAPTURE:-$top/tests/bpfwalk/bpfcapture}
+PY311=${PY311:-/usr/bin/python3.11}
+MAX_BYTES=1000000
+. "$top/tests/sid-common.sh"
+
+die() { echo "make-captures: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "needs root (BPF, ptrace)"
+[ -x "$PYPERF" ] || die "$PYPERF not built"
+[ -x "$BPFCAPTURE" ] || die "$BPFCAPTURE not built (make check builds it)"
+
+work=$(mktemp -d /tmp/pyperf-captures.XXXXXX)
+pid= prof= sid_dir=
+cleanup() {
+	[ -n "$pid" ] && kill $pid 2>/dev/null
+	[ -n "$prof" ] && kill $prof 2>/dev/null
+	[ -n "$sid_dir" ] && rm -rf "$sid_dir"
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+cases() {
+	cat <<EOF
+py311-debian $PY311
+py314-sid sid:/usr/bin/python3.14
+py314-sid-perf sid:/usr/bin/python3.14 -X perf
+py315-sid sid:/usr/bin/python3.15
+py315-sid-perf sid:/usr/bin/python3.15 -X perf
+EOF
+}
+
+# start_workload INTERP OPTS...: blocked_deep.py started, its stdin the fifo
+# $work/go (held open on fd 3); sets pid and fd (the pipe it will block on).
+start_workload() {
+	interp=$1
+	shift
+	rm -f "$work/go" "$work/ready"
+	mkfifo "$work/go"
+	case $interp in
+	sid:*)
+		[ -z "$(sid_missing)" ] || die "$(sid_missing)"
+		[ -n "$sid_dir" ] || sid_dir=$(sid_workdir captures)
+		sid_workloads=$(sid_path "$sid_dir")/workloads
+		ext=$(sid_path "$sid_dir")/ext-$(basename "${interp#sid:}")
+		sid_build_ext "${interp#sid:}" "$sid_dir/ext-$(basename "${interp#sid:}")" > /dev/null ||
+			die "cannot build cbext for $interp"
+		(PYTHONPATH=$ext exec chroot "$SID_ROOT" "${interp#sid:}" "$@" \
+			"$sid_workloads/blocked_deep.py" < "$work/go" > "$work/ready") &
+		;;
+	*)
+		inc=$("$interp" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+		suffix=$("$interp" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+		mkdir -p "$work/ext"
+		gcc -shared -fPIC -O2 -fno-omit-frame-pointer -I"$inc" -o "$work/ext/cbext$suffix" \
+			"$top/tests/ext/cbext.c" || die "cannot build tests/ext/cbext.c (python3-dev?)"
+		(cd "$top" && PYTHONPATH="$work/ext" exec "$interp" "$@" tests/workloads/blocked_deep.py \
+			< "$work/go" > "$work/ready") &
+		;;
+	esac
+	pid=$!
+	exec 3> "$work/go"
+	i=0
+	until grep -q ready "$work/ready" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 100 ] || die "the workload did not start"
+		sleep 0.1
+	done
+	fd=$(awk '{print $2}' "$work/ready")
+}
+
+# wait_blocked: until the main thread is in read(2) of that pipe.
+wait_blocked() {
+	want=$(printf '0 0x%x ' "$fd")
+	i=0
+	until case $(cat /proc/$pid/syscall 2>/dev/null) in "$want"*) true ;; *) false ;; esac; do
+		i=$((i + 1))
+		[ $i -le 100 ] || die "the workload did not block in os.read"
+		sleep 0.1
+	done
+}
+
+capture_one() {
+	name=$1 interp=$2
+	shift 2
+	start_workload "$interp" "$@"
+	"$PYPERF" --pid $pid --mode wall -d 0 -q --record "$work/$name.rec" \
+		-o "$work/$name.pb.gz" 2> "$work/$name.err" &
+	prof=$!
+	sleep 3		# attached (its tables loaded) before the stack forms
+	echo go >&3
+	wait_blocked
+	sleep 0.5	# the switch-out record written
+	ver=$(cat /proc/$pid/cmdline | tr '\0' ' ')
+	"$BPFCAPTURE" --profiler $prof --recording "$work/$name.rec" --pid $pid \
+		--label "$name: $ver" -o "$here/captures/$name.cap" ||
+		{ cat "$work/$name.err" >&2; die "$name: no capture"; }
+	wait $prof 2>/dev/null || true
+	prof=
+	exec 3>&-
+	kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; pid=
+}
+
+cases > "$work/cases"
+while read -r name interp opts; do
+	if [ $# -gt 0 ]; then
+		case " $* " in *" $name "*) ;; *) continue ;; esac
+	fi
+	# shellcheck disable=SC2086 # opts: words
+	capture_one "$name" "$interp" $opts
+	echo "$name: $(wc -c < "$here/captures/$name.cap") bytes"
+done < "$work/cases"
+total=$(cat "$here"/captures/*.cap | wc -c)
+[ "$total" -le $MAX_BYTES ] || die "the captures take $total bytes, more than $MAX_BYTES"

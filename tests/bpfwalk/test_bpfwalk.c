@@ -1,0 +1,75 @@
+/*
+ * test_bpfwalk CAPTURE...: replays each capture (bwcap.h) through the BPF
+ * walk compiled into user space (bpfwalk.c), its memory served from the
+ * capture by the replay source (src/record/replay_src.c) and its unwind
+ * tables from the capture's entries, and compares the record with the one
+ * the live program sent for the same thread state: the thread state, the
+ * walk's flags, every Python frame (code object, instruction, entry flag)
+ * and every native pc with its anchor tag. Exit 0 when all are equal, 1
+ * otherwise (each difference printed), 2 when a capture cannot be read.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bwcap.h"
+
+static struct bwcap_want got;
+
+/* Anchor tags on the pcs: each is an eval-loop frame the merge replaces
+ * with its Python frames. */
+static unsigned tagged(const struct bwcap_want *w)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < w->native_n; i++)
+		n += (w->pcs[i] & PY_PC_EVAL) != 0;
+	return n;
+}
+
+static int replay_one(const char *path)
+{
+	struct bpfwalk_out out = { 0 };
+	struct bpfwalk_tables tb;
+	struct bwcap c;
+	char err[512];
+	int diff;
+
+	if (bwcap_load(path, &c, err, sizeof(err)) || rec_replay_begin(c.r, err, sizeof(err))) {
+		fprintf(stderr, "test_bpfwalk: %s\n", err);
+		bwcap_free(&c);
+		return 2;
+	}
+	tb = bwcap_tables(&c);
+	if (bpfwalk_run(&c.in, rec_replay_src(c.r), &tb, &out)) {
+		fprintf(stderr, "test_bpfwalk: out of memory\n");
+		rec_replay_end(c.r);
+		bwcap_free(&c);
+		return 2;
+	}
+	bwcap_want_of_out(&out, &got);
+	diff = bwcap_compare(&c.want, &got, stdout);
+	printf("%s %s (%s): %u Python frames, %u native pcs, %u eval-loop frames tagged; "
+	       "%llu reads served, %llu not in the capture; %zu code captures\n",
+	       diff ? "FAIL" : "ok", path, c.label, got.nframes, got.native_n, tagged(&got),
+	       (unsigned long long)c.r->reads, (unsigned long long)c.r->reads_missed, out.ncaps);
+	bpfwalk_out_free(&out);
+	rec_replay_end(c.r);
+	bwcap_free(&c);
+	return diff ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = 0, r;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_bpfwalk CAPTURE...\n");
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		r = replay_one(argv[i]);
+		if (r > rc)
+			rc = r;
+	}
+	return rc;
+}

@@ -1,0 +1,59 @@
+# A stack that stands still, for the captures of tests/bpfwalk: Python
+# recursion with native frames between (libc's qsort through ctypes calling
+# back into Python; the C extension cbext's call_back when it is on
+# PYTHONPATH), down to an os.read of a pipe nobody writes to, where the
+# main thread blocks until it is killed. It prints "ready FD" (FD: that
+# pipe) and waits for a line on stdin first, so that a profiler started
+# meanwhile sees it block there (a switch-out in wall mode).
+import ctypes
+import ctypes.util
+import os
+import sys
+
+try:
+    import cbext
+except ImportError:
+    cbext = None
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+r, w = os.pipe()
+
+
+def block():
+    os.read(r, 1)
+
+
+def via_c():
+    if cbext:
+        cbext.call_back(block)
+    else:
+        block()
+
+
+def recurse(n, then):
+    if n == 0:
+        return then()
+    return recurse(n - 1, then)
+
+
+class Sorter:
+    def compare(self, a, b):
+        recurse(3, via_c)
+        return 0
+
+
+def sort_then_block():
+    s = Sorter()
+    arr = (ctypes.c_int * 2)(2, 1)
+    cb = CMP(lambda a, b: s.compare(a, b))
+    libc.qsort(arr, 2, ctypes.sizeof(ctypes.c_int), cb)
+
+
+def main():
+    print("ready %d" % r, flush=True)
+    sys.stdin.readline()
+    recurse(5, sort_then_block)
+
+
+main()
