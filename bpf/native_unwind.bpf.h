@@ -259,7 +259,10 @@ static __always_inline int fp_step(struct nregs *w)
 {
 	__u64 fr[2];
 
-	if (w->bp <= w->sp || (w->bp & 7))
+	/* rbp == sp is a frame with no locals calling out (push rbp; mov
+	 * rsp, rbp; call): its callee's CFA is its rbp. src/native/unwind.c
+	 * takes it too. */
+	if (w->bp < w->sp || (w->bp & 7))
 		return PY_NATIVE_END_BAD;
 	if (stack_words(w, w->bp, fr, 1))
 		return PY_NATIVE_END_READ;
