@@ -6,8 +6,9 @@
 # for the 3.14 and 3.15 cases).
 #
 # Each case runs tests/workloads/blocked_deep.py (Python recursion, libc's
-# qsort calling back into Python, tests/ext/cbext.c's call_back, then an
-# os.read that blocks for good) under a live `pyperf-pprof --mode wall
+# qsort calling back into Python, os.walk's generator calling back, then
+# tests/ext/cbext.c's call_back, built without CFI so that its frames are
+# unwound by frame pointer, and an os.read that blocks for good) under a live `pyperf-pprof --mode wall
 # --record` (default native unwinding in BPF), lets it block, and runs
 # bpfcapture on it: the capture is written only if the BPF walk compiled
 # into user space, run on that thread's registers against the live
@@ -32,6 +33,9 @@ PYPERF=${PYPERF:-$top/pyperf-pprof}
 BPFCAPTURE=${BPFCAPTURE:-$top/tests/bpfwalk/bpfcapture}
 PY311=${PY311:-/usr/bin/python3.11}
 MAX_BYTES=1000000
+# cbext without unwind information: the native walk takes frame-pointer
+# steps through its frames.
+NOCFI="-fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables"
 . "$top/tests/sid-common.sh"
 
 die() { echo "make-captures: $*" >&2; exit 1; }
@@ -72,8 +76,14 @@ start_workload() {
 		[ -n "$sid_dir" ] || sid_dir=$(sid_workdir captures)
 		sid_workloads=$(sid_path "$sid_dir")/workloads
 		ext=$(sid_path "$sid_dir")/ext-$(basename "${interp#sid:}")
-		sid_build_ext "${interp#sid:}" "$sid_dir/ext-$(basename "${interp#sid:}")" > /dev/null ||
-			die "cannot build cbext for $interp"
+		v=$(basename "${interp#sid:}")
+		v=${v#python}
+		suffix=$(chroot "$SID_ROOT" "${interp#sid:}" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+		mkdir -p "$sid_dir/ext-python$v"
+		# shellcheck disable=SC2086 # NOCFI: words
+		gcc -shared -fPIC -O2 $NOCFI -I"$SID_ROOT/usr/include/python$v" \
+			-idirafter "$SID_ROOT/usr/include" -o "$sid_dir/ext-python$v/cbext$suffix" \
+			"$top/tests/ext/cbext.c" || die "cannot build cbext for $interp"
 		(PYTHONPATH=$ext exec chroot "$SID_ROOT" "${interp#sid:}" "$@" \
 			"$sid_workloads/blocked_deep.py" < "$work/go" > "$work/ready") &
 		;;
@@ -81,7 +91,8 @@ start_workload() {
 		inc=$("$interp" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 		suffix=$("$interp" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 		mkdir -p "$work/ext"
-		gcc -shared -fPIC -O2 -fno-omit-frame-pointer -I"$inc" -o "$work/ext/cbext$suffix" \
+		# shellcheck disable=SC2086 # NOCFI: words
+		gcc -shared -fPIC -O2 $NOCFI -I"$inc" -o "$work/ext/cbext$suffix" \
 			"$top/tests/ext/cbext.c" || die "cannot build tests/ext/cbext.c (python3-dev?)"
 		(cd "$top" && PYTHONPATH="$work/ext" exec "$interp" "$@" tests/workloads/blocked_deep.py \
 			< "$work/go" > "$work/ready") &

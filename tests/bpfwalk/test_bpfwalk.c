@@ -7,9 +7,11 @@
  * walk's flags, every Python frame (code object, instruction, entry flag)
  * and every native pc with its anchor tag. Exit 0 when all are equal, 1
  * otherwise (each difference printed), 2 when a capture cannot be read.
+ * -v (before the captures) prints each record.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bwcap.h"
 
@@ -25,6 +27,39 @@ static unsigned tagged(const struct bwcap_want *w)
 		n += (w->pcs[i] & PY_PC_EVAL) != 0;
 	return n;
 }
+
+/* -v: the record, pcs with the mapping they lie in (unwind_procs). */
+static void dump(const struct bwcap *c, const struct bwcap_want *w)
+{
+	const struct py_unwind_proc *p = NULL;
+
+	for (size_t i = 0; i < c->nent; i++)
+		if (c->ent[i].map == BW_UNWIND_PROCS && c->ent[i].found)
+			p = (const void *)c->ent[i].value;
+	printf("  regs ip %#llx sp %#llx bp %#llx, thread state %#llx, flags %#x\n",
+	       (unsigned long long)c->in.ip, (unsigned long long)c->in.sp,
+	       (unsigned long long)c->in.bp, (unsigned long long)w->tstate, w->flags);
+	for (uint32_t i = 0; i < w->nframes; i++)
+		printf("  frame %2u code %#llx lasti %#llx flags %u\n", i,
+		       (unsigned long long)w->frames[i].code, (unsigned long long)w->frames[i].lasti,
+		       w->frames[i].flags);
+	for (uint32_t i = 0; i < w->native_n; i++) {
+		uint64_t pc = w->pcs[i] & ~PY_PC_TAGS;
+		int m = -1;
+
+		for (uint32_t k = 0; p && k < p->n && k < PY_UNWIND_MAX_MAPS; k++)
+			if (pc >= p->m[k].start && pc < p->m[k].end)
+				m = (int)k;
+		printf("  pc %2u %#llx%s%s group %u, mapping %d (object %u, at %#llx)\n", i,
+		       (unsigned long long)pc, (w->pcs[i] & PY_PC_EVAL) ? " eval" : "",
+		       (w->pcs[i] & PY_PC_TRAMPOLINE) ? " trampoline" : "", PY_PC_GROUP(w->pcs[i]), m,
+		       m >= 0 ? p->m[m].obj : 0,
+		       m >= 0 ? (unsigned long long)(pc - p->m[m].bias) : 0ull);
+	}
+	printf("  native walk ended: %u\n", w->native_end);
+}
+
+static int verbose;
 
 static int replay_one(const char *path)
 {
@@ -48,10 +83,12 @@ static int replay_one(const char *path)
 	}
 	bwcap_want_of_out(&out, &got);
 	diff = bwcap_compare(&c.want, &got, stdout);
-	printf("%s %s (%s): %u Python frames, %u native pcs, %u eval-loop frames tagged; "
+	printf("%s %s (%s): %u Python frames, %u native pcs (end %u), %u eval-loop frames tagged; "
 	       "%llu reads served, %llu not in the capture; %zu code captures\n",
-	       diff ? "FAIL" : "ok", path, c.label, got.nframes, got.native_n, tagged(&got),
+	       diff ? "FAIL" : "ok", path, c.label, got.nframes, got.native_n, got.native_end, tagged(&got),
 	       (unsigned long long)c.r->reads, (unsigned long long)c.r->reads_missed, out.ncaps);
+	if (verbose)
+		dump(&c, &got);
 	bpfwalk_out_free(&out);
 	rec_replay_end(c.r);
 	bwcap_free(&c);
@@ -67,6 +104,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v")) {
+			verbose = 1;
+			continue;
+		}
 		r = replay_one(argv[i]);
 		if (r > rc)
 			rc = r;

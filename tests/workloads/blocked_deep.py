@@ -1,8 +1,9 @@
 # A stack that stands still, for the captures of tests/bpfwalk: Python
 # recursion with native frames between (libc's qsort through ctypes calling
 # back into Python; the C extension cbext's call_back when it is on
-# PYTHONPATH), down to an os.read of a pipe nobody writes to, where the
-# main thread blocks until it is killed. It prints "ready FD" (FD: that
+# PYTHONPATH) and a generator of a frozen module (os.walk, whose onerror
+# callback goes on), down to an os.read of a pipe nobody writes to, where
+# the main thread blocks until it is killed. It prints "ready FD" (FD: that
 # pipe) and waits for a line on stdin first, so that a profiler started
 # meanwhile sees it block there (a switch-out in wall mode).
 import ctypes
@@ -37,9 +38,14 @@ def recurse(n, then):
     return recurse(n - 1, then)
 
 
+def via_walk():
+    for _ in os.walk("/nonexistent/blocked_deep", onerror=lambda err: via_c()):
+        pass
+
+
 class Sorter:
     def compare(self, a, b):
-        recurse(3, via_c)
+        recurse(3, via_walk)
         return 0
 
 
