@@ -57,10 +57,13 @@ row step cfa|native_unwind.bpf.h|*|s/^\tw->sp = cfa;/\tw->sp = cfa + 8;/
 row step return address|native_unwind.bpf.h|*|s/stack_words(w, cfa - 8, \&ra, 0)/stack_words(w, cfa - 16, \&ra, 0)/
 saved rbp|native_unwind.bpf.h|*|s/^\t\tbp = fr\[0\];/\t\tbp = fr[0] + 8;/
 frame-pointer step|native_unwind.bpf.h|*|s/w->sp = w->bp + 16;/w->sp = w->bp + 24;/
+frame-pointer bound (as it was before rbp == sp was allowed)|native_unwind.bpf.h|*|s/if (w->bp < w->sp || (w->bp \& 7))/if (w->bp <= w->sp || (w->bp \& 7))/
 trampoline mark|native_unwind.bpf.h|py31[45]-*-perf|s/\*pc |= PY_PC_TRAMPOLINE;/*pc |= 0;/
 anchor tag|native_unwind.bpf.h|*|s/PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT/(__u64)g << PY_PC_GROUP_SHIFT/
 map search|native_unwind.bpf.h|*|s/return pc < p->m\[lo\].end ? \&p->m\[lo\] : NULL;/return pc + 4096 < p->m[lo].end ? \&p->m[lo] : NULL;/
 row search|native_unwind.bpf.h|*|s/^\treturn lo - 1;/\treturn lo > base + 1 ? lo - 2 : lo - 1;/
+capture name|checks.bpf.h|*|s/__builtin_memcpy(\&name, c->obj + name_off, sizeof(name));/__builtin_memcpy(\&name, c->obj + file_off, sizeof(name));/
+new code|checks.bpf.h|*|s/^\tcapture_code(off, s, code);/\tcapture_code(off, s, code + 8);/
 EOF
 }
 

@@ -221,9 +221,13 @@ static void stop_profiler(pid_t prof)
 		die("the profiler did not exit%s", "");
 }
 
-/* The profiler's last switch-out record of tid taken before t0. */
-static int live_record(const char *path, uint32_t tid, uint64_t t0, struct bwcap_want *w)
+/* The profiler's last switch-out record of tid taken before t0, and the
+ * captures it sent of the code objects the walk captured (got). */
+static int live_record(const char *path, uint32_t tid, uint64_t t0, const struct bwcap_want *got,
+		       struct bwcap_want *w)
 {
+	struct py_code_capture cap;
+	uint32_t pid = 0;
 	char err[512];
 	struct recording *r = rec_load_file(path, NULL, err, sizeof(err));
 	const struct rec_event *best = NULL;
@@ -238,11 +242,25 @@ static int live_record(const char *path, uint32_t tid, uint64_t t0, struct bwcap
 			continue;
 		memcpy(&h, e->p, PY_SAMPLE_REGS_OFF);	/* pid ... flags: same in both */
 		if (h.tid == tid && (h.flags & SAMPLE_F_OFFCPU) &&
-		    (h.flags & SAMPLE_F_NATIVE_PCS) && h.time_ns < t0)
+		    (h.flags & SAMPLE_F_NATIVE_PCS) && h.time_ns < t0) {
 			best = e;
+			pid = h.pid;
+		}
 	}
 	if (!best || bwcap_want_of_record(best->p, best->len, w))
 		die("no switch-out record of the thread in %s", path);
+	for (size_t i = 0; i < r->nev && (&r->ev[i]) <= best; i++) {
+		const struct rec_event *e = &r->ev[i];
+
+		if (e->type != REC_SAMPLE || e->len != sizeof(cap))
+			continue;
+		memcpy(&cap, e->p, sizeof(cap));
+		if (!(cap.h.flags & SAMPLE_F_CODE_NAME) || cap.h.pid != pid)
+			continue;
+		for (uint32_t k = 0; k < got->ncaps; k++)
+			if (got->caps[k].code == cap.code)
+				bwcap_want_capture(w, &cap);
+	}
 	rec_free(r);
 	return 0;
 }
@@ -284,8 +302,8 @@ int main(int argc, char **argv)
 	if (bpfwalk_run(&in, record_src(rec), &tb, &out))
 		die("out of memory%s", "");
 	stop_profiler(prof);
-	live_record(rec_path, (uint32_t)tid, t0, &want);
 	bwcap_want_of_out(&out, &got);
+	live_record(rec_path, (uint32_t)tid, t0, &got, &want);
 	if (bwcap_compare(&want, &got, stderr)) {
 		unlink(tmp);
 		die("the walk in user space differs from the live program's record: no capture%s", "");
@@ -293,8 +311,8 @@ int main(int argc, char **argv)
 	bwcap_write(rec, label, &in, &out, &want);
 	if (record_close(rec, err, sizeof(err)) || rename(tmp, out_path))
 		die("cannot write the capture: %s", err);
-	printf("bpfcapture: %s: %u Python frames, %u native pcs, %zu table entries, %zu code captures\n",
-	       out_path, got.nframes, got.native_n, out.nent, out.ncaps);
+	printf("bpfcapture: %s: %u Python frames, %u native pcs, %zu table entries, %zu code captures (%u of them sent live)\n",
+	       out_path, got.nframes, got.native_n, out.nent, out.ncaps, want.ncaps);
 	bpfwalk_out_free(&out);
 	return 0;
 }

@@ -109,7 +109,9 @@ static void *table_lookup(enum bpfwalk_map map, uint32_t key)
 {
 	struct bpfwalk_entry *e = table_entry(map, key);
 
-	return e && e->found ? e->value : NULL;
+	if (!e)
+		abort();	/* out of memory: a miss would be a wrong walk */
+	return e->found ? e->value : NULL;
 }
 
 /* A per-CPU array of one element, or an array of n, as the kernel serves
@@ -164,7 +166,7 @@ long bpfh_ringbuf_output(const void *map, const void *data, __u64 size)
 		abort();	/* the parts send nothing else */
 	p = realloc(o->caps, (o->ncaps + 1) * sizeof(*o->caps));
 	if (!p)
-		return -ENOMEM;
+		abort();
 	o->caps = p;
 	memcpy(&o->caps[o->ncaps++], data, size);
 	return 0;

@@ -202,6 +202,14 @@ static void put_want(struct rec_buf *b, const struct bwcap_want *w)
 	rec_put_u32(b, w->native_end);
 	for (uint32_t i = 0; i < w->native_n; i++)
 		rec_put_u64(b, w->pcs[i]);
+	rec_put_u32(b, w->ncaps);
+	for (uint32_t i = 0; i < w->ncaps; i++) {
+		rec_put_u64(b, w->caps[i].code);
+		rec_put_u32(b, w->caps[i].name_len);
+		rec_put_u32(b, w->caps[i].file_len);
+		rec_put(b, w->caps[i].name, w->caps[i].name_len);
+		rec_put(b, w->caps[i].file, w->caps[i].file_len);
+	}
 }
 
 static int take_want(struct rec_cur *c, struct bwcap_want *w)
@@ -225,7 +233,41 @@ static int take_want(struct rec_cur *c, struct bwcap_want *w)
 		return -1;
 	for (uint32_t i = 0; i < w->native_n; i++)
 		w->pcs[i] = rec_take_u64(c);
+	w->ncaps = rec_take_u32(c);
+	if (w->ncaps > sizeof(w->caps) / sizeof(w->caps[0]))
+		return -1;
+	for (uint32_t i = 0; i < w->ncaps && !c->bad; i++) {
+		struct bwcap_name *n = &w->caps[i];
+		const uint8_t *p;
+
+		n->code = rec_take_u64(c);
+		n->name_len = (uint16_t)rec_take_u32(c);
+		n->file_len = (uint16_t)rec_take_u32(c);
+		if (n->name_len > PY_CAPTURE_NAME || n->file_len > PY_CAPTURE_FILE)
+			return -1;
+		if ((p = rec_take(c, n->name_len)))
+			memcpy(n->name, p, n->name_len);
+		if ((p = rec_take(c, n->file_len)))
+			memcpy(n->file, p, n->file_len);
+	}
 	return c->bad ? -1 : 0;
+}
+
+void bwcap_want_capture(struct bwcap_want *w, const struct py_code_capture *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->ncaps && w->caps[i].code != c->code; i++)
+		;
+	if (i == sizeof(w->caps) / sizeof(w->caps[0]))
+		return;
+	if (i == w->ncaps)
+		w->ncaps++;
+	w->caps[i].code = c->code;
+	w->caps[i].name_len = c->name_len > PY_CAPTURE_NAME ? PY_CAPTURE_NAME : c->name_len;
+	w->caps[i].file_len = c->file_len > PY_CAPTURE_FILE ? PY_CAPTURE_FILE : c->file_len;
+	memcpy(w->caps[i].name, c->name, w->caps[i].name_len);
+	memcpy(w->caps[i].file, c->file, w->caps[i].file_len);
 }
 
 void bwcap_write(struct recorder *rec, const char *label, const struct bpfwalk_in *in,
@@ -336,6 +378,8 @@ struct bpfwalk_tables bwcap_tables(struct bwcap *c)
 	return (struct bpfwalk_tables){ .lookup = cap_lookup, .ctx = c };
 }
 
+#define WHY(...) do { if (why) fprintf(why, __VA_ARGS__); n++; } while (0)
+
 /* Frames and pcs of a record whose header is h and frames start at f. */
 static void want_fill(struct bwcap_want *w, const struct py_sample_hdr *h, const uint8_t *f,
 		      int compact)
@@ -399,9 +443,36 @@ void bwcap_want_of_out(const struct bpfwalk_out *o, struct bwcap_want *w)
 {
 	want_fill(w, &o->s->h, (const uint8_t *)o->s->frames,
 		  o->fsize == sizeof(struct py_frame_compact));
+	for (size_t i = 0; i < o->ncaps; i++)
+		bwcap_want_capture(w, &o->caps[i]);
 }
 
-#define WHY(...) do { if (why) fprintf(why, __VA_ARGS__); n++; } while (0)
+/* A string object's head as captured: its bytes after the reference count. */
+static int head_differs(const uint8_t *a, uint16_t alen, const uint8_t *b, uint16_t blen)
+{
+	return alen != blen || (alen > 8 && memcmp(a + 8, b + 8, alen - 8));
+}
+
+/* Each live capture must be the walk's capture of the same code object. */
+static int compare_caps(const struct bwcap_want *want, const struct bwcap_want *got, FILE *why)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < want->ncaps; i++) {
+		const struct bwcap_name *a = &want->caps[i], *b = NULL;
+
+		for (uint32_t k = 0; k < got->ncaps; k++)
+			if (got->caps[k].code == a->code)
+				b = &got->caps[k];
+		if (!b)
+			WHY("  code %#llx: captured live, not by the walk\n", (unsigned long long)a->code);
+		else if (head_differs(a->name, a->name_len, b->name, b->name_len) ||
+			 head_differs(a->file, a->file_len, b->file, b->file_len))
+			WHY("  code %#llx: the walk's capture of its name or file name differs\n",
+			    (unsigned long long)a->code);
+	}
+	return n;
+}
 
 int bwcap_compare(const struct bwcap_want *want, const struct bwcap_want *got, FILE *why)
 {
@@ -429,5 +500,5 @@ int bwcap_compare(const struct bwcap_want *want, const struct bwcap_want *got, F
 		if (want->pcs[i] != got->pcs[i])
 			WHY("  pc %u: want %#llx, got %#llx\n", i, (unsigned long long)want->pcs[i],
 			    (unsigned long long)got->pcs[i]);
-	return n;
+	return n + compare_caps(want, got, why);
 }

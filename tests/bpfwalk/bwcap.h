@@ -31,6 +31,16 @@ struct bwcap_want {
 	uint32_t native_n;
 	uint32_t native_end;
 	uint64_t pcs[PYPERF_MAX_NATIVE];
+	/* The code objects' captures (struct py_code_capture) the program
+	 * sent in the live session, for those the walk captures: their name
+	 * and file name bytes (the string objects' heads, whose first 8
+	 * bytes, the reference count, are not compared). */
+	uint32_t ncaps;
+	struct bwcap_name {
+		uint64_t code;
+		uint16_t name_len, file_len;
+		uint8_t name[PY_CAPTURE_NAME], file[PY_CAPTURE_FILE];
+	} caps[64];
 };
 
 /* The flags the walk sets (the entry points set the others). */
@@ -68,8 +78,11 @@ void bwcap_write(struct recorder *rec, const char *label, const struct bpfwalk_i
 /* A ring-buffer record (compact or full, bpf/pyperf.h) into w; -1 if it
  * is malformed. */
 int bwcap_want_of_record(const void *rec, size_t size, struct bwcap_want *w);
-/* The harness's record into w. */
+/* The harness's record into w (with its captures). */
 void bwcap_want_of_out(const struct bpfwalk_out *o, struct bwcap_want *w);
+/* Adds a capture record of the live program to w (up to 64, the newest of
+ * each code object kept). */
+void bwcap_want_capture(struct bwcap_want *w, const struct py_code_capture *c);
 /* 0 when a and b say the same; else each difference, one line on why
  * (NULL: none printed), and the number of differences. */
 int bwcap_compare(const struct bwcap_want *want, const struct bwcap_want *got, FILE *why);
