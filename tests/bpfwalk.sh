@@ -5,7 +5,8 @@
 # space) on each capture of tests/bpfwalk/captures and must give the
 # record the live program gave for that thread state (tests/bpfwalk/
 # make-captures.sh made them: Debian's 3.11, sid's 3.14 and 3.15, plain and
-# -X perf).
+# -X perf), and named through the pipeline (pyperf-pprof --replay) as the
+# live profile named them.
 #
 # Then the test is shown to fail when a step of the walk is broken: each
 # mutant below is one line of a copy of bpf/ changed, the harness built
@@ -29,13 +30,36 @@ for c in $EXPECTED; do
 	fi
 done
 [ -n "$caps" ] || exit 1
+work=$(mktemp -d /tmp/pyperf-bpfwalk.XXXXXX)
+trap 'rm -rf "$work"' EXIT INT TERM
 # shellcheck disable=SC2086 # caps: paths without spaces
-if "$TEST" $caps; then
+if "$TEST" --records "$work" $caps; then
 	echo "PASS $(echo $caps | wc -w) captures replayed through the BPF walk give the live records"
 else
 	echo "FAIL the BPF walk in user space differs from the live program's records"
 	failed=1
 fi
+
+# Then through the pipeline: each record the walk made replaces the live
+# one in NAME.names.rec (what the pipeline read to name its Python
+# frames, tests/bpfwalk/recnames.py), and pyperf-pprof --replay must name
+# the frames the live profile named (NAME.names).
+for c in $caps; do
+	n=$(basename "$c" .cap)
+	d=$TOP_SRCDIR/tests/bpfwalk/captures
+	"${PYTHON3:-python3}" "$TOP_SRCDIR/tests/bpfwalk/recnames.py" splice "$d/$n.names.rec" \
+		"$work/$n.bin" "$work/$n.rec" &&
+		"$PYPERF" --replay "$work/$n.rec" -q --format collapsed -o "$work/$n.folded" &&
+		"${PYTHON3:-python3}" "$TOP_SRCDIR/tests/bpfwalk/recnames.py" frames "$work/$n.folded" \
+			> "$work/$n.names"
+	if cmp -s "$work/$n.names" "$d/$n.names"; then
+		echo "ok $n: the walk's record named through the pipeline: $(wc -l < "$d/$n.names") Python frames as in the live profile"
+	else
+		diff "$d/$n.names" "$work/$n.names" | head -10
+		echo "FAIL $n: the walk's record is named otherwise than in the live profile"
+		failed=1
+	fi
+done
 
 # name|file in bpf/|captures that must catch it|sed expression (one line
 # changed: checked). Not here, because no capture takes those paths: the
@@ -71,8 +95,6 @@ if [ -z "${BPFWALK_CC:-}" ] || [ -z "${BPFWALK_LIBS:-}" ]; then
 	echo "FAIL BPFWALK_CC and BPFWALK_LIBS are not set (make check sets them): mutants not built"
 	exit 1
 fi
-work=$(mktemp -d /tmp/pyperf-bpfwalk.XXXXXX)
-trap 'rm -rf "$work"' EXIT INT TERM
 n=0 caught=0
 while IFS='|' read -r name file want expr; do
 	n=$((n + 1))

@@ -5,7 +5,7 @@
  * the thread for a moment (ptrace), which the profiler never does.
  *
  *   bpfcapture --profiler PID --recording REC --pid PID --tid TID
- *              --label TEXT -o CAPTURE
+ *              --label TEXT -o CAPTURE [--live-record FILE]
  *
  * 1. The process's config and unwind tables: the profiler's own BPF maps
  *    (found through its file descriptors), read live.
@@ -18,7 +18,8 @@
  * 4. The profiler is stopped (SIGINT) and its recording read: the last
  *    switch-out record of the thread before step 2 is what the program
  *    gave for this state (the thread has not run since it blocked).
- * 5. Only if the walk gave the same record: the capture is written.
+ * 5. Only if the walk gave the same record: the capture is written (and
+ *    with --live-record, that live record's bytes, for the names).
  */
 #include <errno.h>
 #include <dirent.h>
@@ -224,7 +225,7 @@ static void stop_profiler(pid_t prof)
 /* The profiler's last switch-out record of tid taken before t0, and the
  * captures it sent of the code objects the walk captured (got). */
 static int live_record(const char *path, uint32_t tid, uint64_t t0, const struct bwcap_want *got,
-		       struct bwcap_want *w)
+		       struct bwcap_want *w, const char *raw_out)
 {
 	struct py_code_capture cap;
 	uint32_t pid = 0;
@@ -249,6 +250,12 @@ static int live_record(const char *path, uint32_t tid, uint64_t t0, const struct
 	}
 	if (!best || bwcap_want_of_record(best->p, best->len, w))
 		die("no switch-out record of the thread in %s", path);
+	if (raw_out) {
+		FILE *f = fopen(raw_out, "w");
+
+		if (!f || fwrite(best->p, 1, best->len, f) != best->len || fclose(f))
+			die("cannot write %s", raw_out);
+	}
 	for (size_t i = 0; i < r->nev && (&r->ev[i]) <= best; i++) {
 		const struct rec_event *e = &r->ev[i];
 
@@ -269,7 +276,7 @@ static struct bwcap_want want, got;
 
 int main(int argc, char **argv)
 {
-	const char *rec_path = NULL, *label = "", *out_path = NULL;
+	const char *rec_path = NULL, *label = "", *out_path = NULL, *raw_out = NULL;
 	pid_t prof = 0, pid = 0, tid = 0;
 	struct bpfwalk_out out = { 0 };
 	struct bpfwalk_tables tb;
@@ -286,6 +293,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--tid")) tid = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--label")) label = argv[i + 1];
 		else if (!strcmp(argv[i], "-o")) out_path = argv[i + 1];
+		else if (!strcmp(argv[i], "--live-record")) raw_out = argv[i + 1];
 		else die("unknown option %s", argv[i]);
 	}
 	if (!prof || !rec_path || !pid || !out_path)
@@ -303,7 +311,7 @@ int main(int argc, char **argv)
 		die("out of memory%s", "");
 	stop_profiler(prof);
 	bwcap_want_of_out(&out, &got);
-	live_record(rec_path, (uint32_t)tid, t0, &got, &want);
+	live_record(rec_path, (uint32_t)tid, t0, &got, &want, raw_out);
 	if (bwcap_compare(&want, &got, stderr)) {
 		unlink(tmp);
 		die("the walk in user space differs from the live program's record: no capture%s", "");

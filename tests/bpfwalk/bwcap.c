@@ -502,3 +502,25 @@ int bwcap_compare(const struct bwcap_want *want, const struct bwcap_want *got, F
 			    (unsigned long long)got->pcs[i]);
 	return n + compare_caps(want, got, why);
 }
+
+size_t bwcap_encode(const struct bpfwalk_in *in, const struct bpfwalk_out *o, void *buf,
+		    size_t cap)
+{
+	struct py_sample_hdr h = o->s->h;
+	size_t body = (size_t)h.nframes * o->fsize + (size_t)h.native_n * 8;
+	size_t hlen = in->compact ? PY_SAMPLE_COMPACT_HDR : sizeof(h);
+	uint8_t *p = buf;
+
+	if (hlen + body > cap)
+		return 0;
+	if (in->compact) {
+		h.flags |= SAMPLE_F_COMPACT;
+		memcpy(p, &h, PY_SAMPLE_REGS_OFF);
+		memcpy(p + PY_SAMPLE_REGS_OFF, (uint8_t *)&h + PY_SAMPLE_REGS_OFF + PY_SAMPLE_REGS_LEN,
+		       hlen - PY_SAMPLE_REGS_OFF);
+	} else {
+		memcpy(p, &h, hlen);
+	}
+	memcpy(p + hlen, o->s->frames, body);
+	return hlen + body;
+}

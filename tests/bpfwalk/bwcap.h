@@ -83,6 +83,11 @@ void bwcap_want_of_out(const struct bpfwalk_out *o, struct bwcap_want *w);
 /* Adds a capture record of the live program to w (up to 64, the newest of
  * each code object kept). */
 void bwcap_want_capture(struct bwcap_want *w, const struct py_code_capture *c);
+/* The harness's record as the program sends it (the ring buffer's bytes,
+ * compact where in->compact): into buf (cap bytes); its size, 0 if it
+ * does not fit. */
+size_t bwcap_encode(const struct bpfwalk_in *in, const struct bpfwalk_out *o, void *buf,
+		    size_t cap);
 /* 0 when a and b say the same; else each difference, one line on why
  * (NULL: none printed), and the number of differences. */
 int bwcap_compare(const struct bwcap_want *want, const struct bwcap_want *got, FILE *why);

@@ -14,6 +14,8 @@
 # into user space, run on that thread's registers against the live
 # process with the profiler's own map entries, gave the record the
 # profiler's BPF program sent when the thread blocked (bpfcapture.c).
+# NAME.names.rec and NAME.names are for the names through the pipeline
+# (recnames.py, names below).
 #
 # Cases (name, interpreter, options):
 #   py311-debian     /usr/bin/python3.11            3.11: cframe chain anchors, is_entry
@@ -32,6 +34,7 @@ TOP_SRCDIR=$top
 PYPERF=${PYPERF:-$top/pyperf-pprof}
 BPFCAPTURE=${BPFCAPTURE:-$top/tests/bpfwalk/bpfcapture}
 PY311=${PY311:-/usr/bin/python3.11}
+PYTHON3=${PYTHON3:-python3}
 MAX_BYTES=1000000
 # cbext without unwind information: the native walk takes frame-pointer
 # steps through its frames.
@@ -120,6 +123,23 @@ wait_blocked() {
 	done
 }
 
+# names NAME: NAME.names.rec, the live record with what the pipeline reads
+# to name its Python frames (recnames.py), and NAME.names, those names as
+# the live profile has them (its replay: the same bytes); kept only if
+# the reduced recording's replay names them the same.
+names() {
+	"$PYPERF" --replay "$work/$1.rec" -q --format collapsed -o "$work/$1.live.folded" ||
+		die "$1: the live recording does not replay"
+	"$PYTHON3" "$here/recnames.py" frames "$work/$1.live.folded" > "$work/$1.names"
+	[ -s "$work/$1.names" ] || die "$1: no Python frames in the live profile"
+	"$PYTHON3" "$here/recnames.py" reduce "$work/$1.rec" "$work/$1.bin" "$work/$1.names.rec"
+	"$PYPERF" --replay "$work/$1.names.rec" -q --format collapsed -o "$work/$1.names.folded" ||
+		die "$1: the reduced recording does not replay"
+	"$PYTHON3" "$here/recnames.py" frames "$work/$1.names.folded" |
+		cmp -s - "$work/$1.names" || die "$1: the reduced recording names other frames"
+	cp "$work/$1.names.rec" "$work/$1.names" "$here/captures/"
+}
+
 capture_one() {
 	name=$1 interp=$2
 	shift 2
@@ -133,10 +153,12 @@ capture_one() {
 	sleep 0.5	# the switch-out record written
 	ver=$(cat /proc/$pid/cmdline | tr '\0' ' ')
 	"$BPFCAPTURE" --profiler $prof --recording "$work/$name.rec" --pid $pid \
-		--label "$name: $ver" -o "$here/captures/$name.cap" ||
+		--label "$name: $ver" -o "$here/captures/$name.cap" \
+		--live-record "$work/$name.bin" ||
 		{ cat "$work/$name.err" >&2; die "$name: no capture"; }
 	wait $prof 2>/dev/null || true
 	prof=
+	names "$name"
 	exec 3>&-
 	kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; pid=
 }
@@ -148,7 +170,7 @@ while read -r name interp opts; do
 	fi
 	# shellcheck disable=SC2086 # opts: words
 	capture_one "$name" "$interp" $opts
-	echo "$name: $(wc -c < "$here/captures/$name.cap") bytes"
+	echo "$name: $(wc -c < "$here/captures/$name.cap") bytes, names $(wc -c < "$here/captures/$name.names.rec") bytes"
 done < "$work/cases"
-total=$(cat "$here"/captures/*.cap | wc -c)
+total=$(cat "$here"/captures/* | wc -c)
 [ "$total" -le $MAX_BYTES ] || die "the captures take $total bytes, more than $MAX_BYTES"

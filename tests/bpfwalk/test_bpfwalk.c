@@ -7,7 +7,9 @@
  * walk's flags, every Python frame (code object, instruction, entry flag)
  * and every native pc with its anchor tag. Exit 0 when all are equal, 1
  * otherwise (each difference printed), 2 when a capture cannot be read.
- * -v (before the captures) prints each record.
+ * -v (before the captures) prints each record; --records DIR writes each
+ * record the walk made, as the ring buffer holds it, to DIR/NAME.bin (for
+ * the names through the pipeline, tests/bpfwalk.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,25 @@ static void dump(const struct bwcap *c, const struct bwcap_want *w)
 }
 
 static int verbose;
+static const char *dump_dir;	/* --records DIR: each harness record into DIR/NAME.bin */
+
+static void write_record(const char *cap, const struct bpfwalk_in *in,
+			 const struct bpfwalk_out *o)
+{
+	static uint8_t buf[sizeof(struct py_sample)];
+	const char *base = strrchr(cap, '/');
+	char path[4096];
+	size_t n = bwcap_encode(in, o, buf, sizeof(buf));
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%.*s.bin", dump_dir, (int)strcspn(base ? base + 1 : cap, "."),
+		 base ? base + 1 : cap);
+	f = fopen(path, "w");
+	if (!f || !n || fwrite(buf, 1, n, f) != n)
+		fprintf(stderr, "test_bpfwalk: cannot write %s\n", path);
+	if (f)
+		fclose(f);
+}
 
 static int replay_one(const char *path)
 {
@@ -89,6 +110,8 @@ static int replay_one(const char *path)
 	       (unsigned long long)c.r->reads, (unsigned long long)c.r->reads_missed, out.ncaps);
 	if (verbose)
 		dump(&c, &got);
+	if (dump_dir)
+		write_record(path, &c.in, &out);
 	bpfwalk_out_free(&out);
 	rec_replay_end(c.r);
 	bwcap_free(&c);
@@ -106,6 +129,10 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-v")) {
 			verbose = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--records") && i + 1 < argc) {
+			dump_dir = argv[++i];
 			continue;
 		}
 		r = replay_one(argv[i]);
