@@ -53,7 +53,7 @@ struct bwcap_entry {
 	enum bpfwalk_map map;
 	uint32_t key;
 	int found;
-	uint8_t value[sizeof(struct py_unwind_proc)];
+	uint8_t value[sizeof(struct py_unwind_proc)] __attribute__((aligned(8)));
 };
 
 struct bwcap {

@@ -5,8 +5,9 @@
  * tables from the capture's entries, and compares the record with the one
  * the live program sent for the same thread state: the thread state, the
  * walk's flags, every Python frame (code object, instruction, entry flag)
- * and every native pc with its anchor tag. Exit 0 when all are equal, 1
- * otherwise (each difference printed), 2 when a capture cannot be read.
+ * and every native pc with its anchor tag. Exit 0 when all are equal, 3
+ * otherwise (each difference printed: tests/bpfwalk.sh tells this from a
+ * crash), 2 when a capture cannot be read.
  * -v (before the captures) prints each record; --records DIR writes each
  * record the walk made, as the ring buffer holds it, to DIR/NAME.bin (for
  * the names through the pipeline, tests/bpfwalk.sh).
@@ -115,7 +116,7 @@ static int replay_one(const char *path)
 	bpfwalk_out_free(&out);
 	rec_replay_end(c.r);
 	bwcap_free(&c);
-	return diff ? 1 : 0;
+	return diff ? 3 : 0;
 }
 
 int main(int argc, char **argv)
