@@ -44,6 +44,10 @@ fi
 # one in NAME.names.rec (what the pipeline read to name its Python
 # frames, tests/bpfwalk/recnames.py), and pyperf-pprof --replay must name
 # the frames the live profile named (NAME.names).
+if [ "$("$TEST" --layout)" != "$("${PYTHON3:-python3}" "$TOP_SRCDIR/tests/bpfwalk/recnames.py" layout)" ]; then
+	echo "FAIL struct py_sample_hdr changed: tests/bpfwalk/recnames.py's offsets and the captures' names (make-captures.sh) are to be made again"
+	failed=1
+fi
 for c in $caps; do
 	n=$(basename "$c" .cap)
 	d=$TOP_SRCDIR/tests/bpfwalk/captures

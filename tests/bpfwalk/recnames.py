@@ -17,6 +17,9 @@ place of the live one, and the replay must name the same frames.
   recnames.py frames FOLDED
       The Python frames (root first, one a line) of the folded stack with
       the most of them.
+  recnames.py layout
+      The record header's sizes and offsets this script assumes, as
+      test_bpfwalk --layout prints them from bpf/pyperf.h.
 """
 import re
 import struct
@@ -125,7 +128,10 @@ def frames(folded):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "reduce":
+    if len(sys.argv) == 2 and sys.argv[1] == "layout":
+        # what test_bpfwalk --layout must print for the offsets above
+        print(HDR_FULL, HDR_COMPACT, REGS_OFF, 32, HDR_FULL - 4)
+    elif len(sys.argv) == 5 and sys.argv[1] == "reduce":
         reduce(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "splice":
         splice(*sys.argv[2:])

@@ -10,8 +10,10 @@
  * crash), 2 when a capture cannot be read.
  * -v (before the captures) prints each record; --records DIR writes each
  * record the walk made, as the ring buffer holds it, to DIR/NAME.bin (for
- * the names through the pipeline, tests/bpfwalk.sh).
+ * the names through the pipeline, tests/bpfwalk.sh); --layout prints the
+ * record header's sizes and offsets recnames.py assumes.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +133,14 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "-v")) {
 			verbose = 1;
 			continue;
+		}
+		if (!strcmp(argv[i], "--layout")) {
+			/* recnames.py's offsets of struct py_sample_hdr */
+			printf("%zu %zu %zu %zu %zu\n", sizeof(struct py_sample_hdr),
+			       (size_t)PY_SAMPLE_COMPACT_HDR, (size_t)PY_SAMPLE_REGS_OFF,
+			       offsetof(struct py_sample_hdr, flags),
+			       offsetof(struct py_sample_hdr, native_n));
+			return 0;
 		}
 		if (!strcmp(argv[i], "--records") && i + 1 < argc) {
 			dump_dir = argv[++i];
