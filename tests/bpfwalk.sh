@@ -17,7 +17,7 @@ set -u
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 TEST=${TEST_BPFWALK:-./tests/bpfwalk/test_bpfwalk}
 # The captures the mutants below count on (each names its own).
-EXPECTED="py311-debian py314-sid py314-sid-perf py315-sid py315-sid-perf"
+EXPECTED="py311-debian py311-debian-signal py314-sid py314-sid-perf py315-sid py315-sid-perf"
 caps=
 failed=0
 for c in $EXPECTED; do
@@ -68,9 +68,9 @@ done
 # name|file in bpf/|captures that must catch it|sed expression (one line
 # changed: checked). Not here, because no capture takes those paths: the
 # tag bits of 3.14+'s f_executable (set for deferred references, in
-# free-threaded builds: GIL builds leave these code references untagged),
-# caller_cframe (a sample between two instructions of the eval loop's
-# entry) and the signal-frame step.
+# free-threaded builds: GIL builds leave these code references untagged)
+# and caller_cframe (a sample between two instructions of the eval loop's
+# entry).
 mutants() {
 	cat <<'EOF'
 frame window|pywalk.bpf.h|*|s/py_frame_decode(off, w->b + ((addr - ws->lo)/py_frame_decode(off, w->b + ((addr + 8 - ws->lo)/
@@ -88,6 +88,7 @@ frame-pointer step|native_unwind.bpf.h|*|s/w->sp = w->bp + 16;/w->sp = w->bp + 2
 frame-pointer bound (as it was before rbp == sp was allowed)|native_unwind.bpf.h|*|s/if (w->bp < w->sp || (w->bp \& 7))/if (w->bp <= w->sp || (w->bp \& 7))/
 trampoline mark|native_unwind.bpf.h|py31[45]-*-perf|s/\*pc |= PY_PC_TRAMPOLINE;/*pc |= 0;/
 anchor tag|native_unwind.bpf.h|*|s/PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT/(__u64)g << PY_PC_GROUP_SHIFT/
+signal frame|native_unwind.bpf.h|*-signal|s/(const void \*)(w->sp + UC_RIP)))/(const void *)(w->sp + UC_RIP + 8)))/
 map search|native_unwind.bpf.h|*|s/return pc < p->m\[lo\].end ? \&p->m\[lo\] : NULL;/return pc + 4096 < p->m[lo].end ? \&p->m[lo] : NULL;/
 row search|native_unwind.bpf.h|*|s/^\treturn lo - 1;/\treturn lo > base + 1 ? lo - 2 : lo - 1;/
 capture name|checks.bpf.h|*|s/__builtin_memcpy(\&name, c->obj + name_off, sizeof(name));/__builtin_memcpy(\&name, c->obj + file_off, sizeof(name));/

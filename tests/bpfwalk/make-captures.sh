@@ -17,8 +17,9 @@
 # NAME.names.rec and NAME.names are for the names through the pipeline
 # (recnames.py, names below).
 #
-# Cases (name, interpreter, options):
+# Cases (name, interpreter, its options[, ":" and the workload's arguments]):
 #   py311-debian     /usr/bin/python3.11            3.11: cframe chain anchors, is_entry
+#   py311-debian-signal  the same inside a C signal handler: the signal frame step
 #   py314-sid        sid:/usr/bin/python3.14        3.14: tagged f_executable, shim frames
 #   py314-sid-perf   sid:/usr/bin/python3.14 -X perf   and perf trampolines (no CFI)
 #   py315-sid        sid:/usr/bin/python3.15        3.15: the thread's base frame
@@ -59,6 +60,7 @@ trap cleanup EXIT INT TERM
 cases() {
 	cat <<EOF
 py311-debian $PY311
+py311-debian-signal $PY311 : signal
 py314-sid sid:/usr/bin/python3.14
 py314-sid-perf sid:/usr/bin/python3.14 -X perf
 py315-sid sid:/usr/bin/python3.15
@@ -66,11 +68,21 @@ py315-sid-perf sid:/usr/bin/python3.15 -X perf
 EOF
 }
 
-# start_workload INTERP OPTS...: blocked_deep.py started, its stdin the fifo
-# $work/go (held open on fd 3); sets pid and fd (the pipe it will block on).
+# start_workload INTERP OPTS... [: ARGS...]: blocked_deep.py started with
+# ARGS, its stdin the fifo $work/go (held open on fd 3); sets pid and fd
+# (the pipe it will block on).
 start_workload() {
 	interp=$1
 	shift
+	opts= args=
+	for a in "$@"; do
+		case $a in
+		:) args=" " ;;
+		*) if [ -n "$args" ]; then args="$args $a"; else opts="$opts $a"; fi ;;
+		esac
+	done
+	# shellcheck disable=SC2086 # opts: words
+	set -- $opts
 	rm -f "$work/go" "$work/ready"
 	mkfifo "$work/go"
 	case $interp in
@@ -87,8 +99,9 @@ start_workload() {
 		gcc -shared -fPIC -O2 $NOCFI -I"$SID_ROOT/usr/include/python$v" \
 			-idirafter "$SID_ROOT/usr/include" -o "$sid_dir/ext-python$v/cbext$suffix" \
 			"$top/tests/ext/cbext.c" || die "cannot build cbext for $interp"
+		# shellcheck disable=SC2086 # args: words
 		(PYTHONPATH=$ext exec chroot "$SID_ROOT" "${interp#sid:}" "$@" \
-			"$sid_workloads/blocked_deep.py" < "$work/go" > "$work/ready") &
+			"$sid_workloads/blocked_deep.py" $args < "$work/go" > "$work/ready") &
 		;;
 	*)
 		inc=$("$interp" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
@@ -97,8 +110,9 @@ start_workload() {
 		# shellcheck disable=SC2086 # NOCFI: words
 		gcc -shared -fPIC -O2 $NOCFI -I"$inc" -o "$work/ext/cbext$suffix" \
 			"$top/tests/ext/cbext.c" || die "cannot build tests/ext/cbext.c (python3-dev?)"
+		# shellcheck disable=SC2086 # args: words
 		(cd "$top" && PYTHONPATH="$work/ext" exec "$interp" "$@" tests/workloads/blocked_deep.py \
-			< "$work/go" > "$work/ready") &
+			$args < "$work/go" > "$work/ready") &
 		;;
 	esac
 	pid=$!

@@ -3,12 +3,14 @@
 # back into Python; the C extension cbext's call_back when it is on
 # PYTHONPATH) and a generator of a frozen module (os.walk, whose onerror
 # callback goes on), down to an os.read of a pipe nobody writes to, where
-# the main thread blocks until it is killed. It prints "ready FD" (FD: that
+# the main thread blocks until it is killed; with the argument "signal",
+# all that inside a C signal handler. It prints "ready FD" (FD: that
 # pipe) and waits for a line on stdin first, so that a profiler started
 # meanwhile sees it block there (a switch-out in wall mode).
 import ctypes
 import ctypes.util
 import os
+import signal
 import sys
 
 try:
@@ -56,10 +58,21 @@ def sort_then_block():
     libc.qsort(arr, 2, ctypes.sizeof(ctypes.c_int), cb)
 
 
+def in_signal_handler(then):
+    # A C signal handler (a ctypes callback) that runs Python: the stack
+    # then holds the kernel's signal frame (glibc's __restore_rt).
+    handler = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda signum: then())
+    libc.signal(signal.SIGUSR1, handler)
+    getattr(libc, "raise")(signal.SIGUSR1)
+
+
 def main():
     print("ready %d" % r, flush=True)
     sys.stdin.readline()
-    recurse(5, sort_then_block)
+    if sys.argv[1:] == ["signal"]:
+        recurse(2, lambda: in_signal_handler(lambda: recurse(2, sort_then_block)))
+    else:
+        recurse(5, sort_then_block)
 
 
 main()
