@@ -135,7 +135,7 @@ while IFS='|' read -r name file want expr; do
 	rc=$?
 	if [ $rc = 3 ]; then	# differences; not a crash (1: sanitizers) nor 2
 		caught=$((caught + 1))
-		echo "ok mutant '$name' (bpf/$file): $(grep -c '^FAIL' "$work/out") of $(echo $mine | wc -w) captures of '$want' differ"
+		echo "ok mutant '$name' (bpf/$file): $(grep -c '^FAIL' "$work/out") of $(echo "$mine" | wc -w) captures of '$want' differ"
 	else
 		echo "FAIL mutant '$name' (bpf/$file): the replay of '$want' did not notice (exit $rc)"
 		failed=1

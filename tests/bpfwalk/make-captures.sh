@@ -31,7 +31,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-TOP_SRCDIR=$top
+export TOP_SRCDIR="$top"	# sid-common.sh's sid_workdir
 PYPERF=${PYPERF:-$top/pyperf-pprof}
 BPFCAPTURE=${BPFCAPTURE:-$top/tests/bpfwalk/bpfcapture}
 PY311=${PY311:-/usr/bin/python3.11}
@@ -40,6 +40,7 @@ MAX_BYTES=1000000
 # cbext without unwind information: the native walk takes frame-pointer
 # steps through its frames.
 NOCFI="-fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables"
+# shellcheck source=tests/sid-common.sh
 . "$top/tests/sid-common.sh"
 
 die() { echo "make-captures: $*" >&2; exit 1; }
@@ -48,10 +49,10 @@ die() { echo "make-captures: $*" >&2; exit 1; }
 [ -x "$BPFCAPTURE" ] || die "$BPFCAPTURE not built (make check builds it)"
 
 work=$(mktemp -d /tmp/pyperf-captures.XXXXXX)
-pid= prof= sid_dir=
+pid='' prof='' sid_dir=''
 cleanup() {
-	[ -n "$pid" ] && kill $pid 2>/dev/null
-	[ -n "$prof" ] && kill $prof 2>/dev/null
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	[ -n "$prof" ] && kill "$prof" 2>/dev/null
 	[ -n "$sid_dir" ] && rm -rf "$sid_dir"
 	rm -rf "$work"
 }
@@ -74,7 +75,7 @@ EOF
 start_workload() {
 	interp=$1
 	shift
-	opts= args=
+	opts='' args=''
 	for a in "$@"; do
 		case $a in
 		:) args=" " ;;
