@@ -4,9 +4,10 @@
 # (bpf/pywalk.bpf.h, native_unwind.bpf.h, checks.bpf.h compiled into user
 # space) on each capture of tests/bpfwalk/captures and must give the
 # record the live program gave for that thread state (tests/bpfwalk/
-# make-captures.sh made them: Debian's 3.11, sid's 3.14 and 3.15, plain and
-# -X perf), and named through the pipeline (pyperf-pprof --replay) as the
-# live profile named them.
+# make-captures.sh made them: pyenv's 3.10, 3.12 and 3.13, Debian's 3.11
+# (also in a signal handler), sid's 3.14 and 3.15, plain and -X perf),
+# and named through the pipeline (pyperf-pprof --replay) as the live
+# profile named them.
 #
 # Then the test is shown to fail when a step of the walk is broken: each
 # mutant below is one line of a copy of bpf/ changed, the harness built
@@ -17,7 +18,7 @@ set -u
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
 TEST=${TEST_BPFWALK:-./tests/bpfwalk/test_bpfwalk}
 # The captures the mutants below count on (each names its own).
-EXPECTED="py311-debian py311-debian-signal py314-sid py314-sid-perf py315-sid py315-sid-perf"
+EXPECTED="py310-pyenv py311-debian py311-debian-signal py312-pyenv py313-pyenv py314-sid py314-sid-perf py315-sid py315-sid-perf"
 caps=
 failed=0
 for c in $EXPECTED; do
@@ -68,18 +69,21 @@ done
 # name|file in bpf/|captures that must catch it|sed expression (one line
 # changed: checked). Not here, because no capture takes those paths: the
 # tag bits of 3.14+'s f_executable (set for deferred references, in
-# free-threaded builds: GIL builds leave these code references untagged)
-# and caller_cframe (a sample between two instructions of the eval loop's
-# entry).
+# free-threaded builds: GIL builds leave these code references untagged),
+# caller_cframe (a sample between two instructions of the eval loop's
+# entry), and <= 3.10's f_lasti read as an int (the int after it,
+# f_lineno, is 0 while a frame runs untraced).
 mutants() {
 	cat <<'EOF'
 frame window|pywalk.bpf.h|*|s/py_frame_decode(off, w->b + ((addr - ws->lo)/py_frame_decode(off, w->b + ((addr + 8 - ws->lo)/
 next frame|pywalk.bpf.h|*|s/^\tc->frame = f.back;/\tc->frame = f.back - (i == 4 ? 16 : 0);/
 thread state|pywalk.bpf.h|*|s/^\treturn v == ident;/\treturn v == ident + 1;/
+first frame by cframe (3.11-3.12)|pywalk.bpf.h|py31[12]-*|s/if (read_ptr(\&f, f + off->cframe_current_frame)) {/if (read_ptr(\&f, f + off->cframe_current_frame + 8)) {/
 cframe anchor (3.11)|pywalk.bpf.h|py311-*|s/(const void \*)(cf + off->cframe_previous)))/(const void *)(cf + off->cframe_previous + 8)))/
-shim anchor (3.12+)|pywalk.bpf.h|py31[45]-*|s/^\t\tput_anchor(c->s, addr);/\t\tput_anchor(c->s, f.back);/
+shim anchor (3.12+)|pywalk.bpf.h|py31[2-5]-*|s/^\t\tput_anchor(c->s, addr);/\t\tput_anchor(c->s, f.back);/
 entry flag|pyperf.h|py311-*|s/off->entry_kind == PY_ENTRY_FLAG \&\& f->is_entry/off->entry_kind == PY_ENTRY_FLAG \&\& !f->is_entry/
-shim owner|pyperf.h|py31[45]-*|s/f->owner >= off->owner_shim/f->owner > off->owner_shim/
+shim owner|pyperf.h|py31[2-5]-*|s/f->owner >= off->owner_shim/f->owner > off->owner_shim/
+self (3.10)|pyperf.h|py310-*|s/f->self = PY_WIN_LD(w, off->frame_localsplus, __u64);/f->self = PY_WIN_LD(w, off->frame_localsplus + 8, __u64);/
 GIL holder|pyperf.h|*|s/g->locked == 1 \&\& g->holder == tstate/g->holder == tstate/
 row step cfa|native_unwind.bpf.h|*|s/^\tw->sp = cfa;/\tw->sp = cfa + 8;/
 row step return address|native_unwind.bpf.h|*|s/stack_words(w, cfa - 8, \&ra, 0)/stack_words(w, cfa - 16, \&ra, 0)/

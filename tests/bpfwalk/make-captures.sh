@@ -18,8 +18,11 @@
 # (recnames.py, names below).
 #
 # Cases (name, interpreter, its options[, ":" and the workload's arguments]):
+#   py310-pyenv      pyenv 3.10.13                  <= 3.10: frame objects, self, pthread ident
 #   py311-debian     /usr/bin/python3.11            3.11: cframe chain anchors, is_entry
 #   py311-debian-signal  the same inside a C signal handler: the signal frame step
+#   py312-pyenv      pyenv 3.12.1                   3.12: cframe and shim frames, libpython
+#   py313-pyenv      pyenv 3.13.0                   3.13: _Py_DebugOffsets, current_frame
 #   py314-sid        sid:/usr/bin/python3.14        3.14: tagged f_executable, shim frames
 #   py314-sid-perf   sid:/usr/bin/python3.14 -X perf   and perf trampolines (no CFI)
 #   py315-sid        sid:/usr/bin/python3.15        3.15: the thread's base frame
@@ -27,14 +30,17 @@
 #
 # Environment: PYPERF (default ./pyperf-pprof of the top directory),
 # BPFCAPTURE (default tests/bpfwalk/bpfcapture of the top directory),
-# PY311, PYPERF_SID_ROOT.
+# PY310, PY311, PY312, PY313, PYPERF_SID_ROOT.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 export TOP_SRCDIR="$top"	# sid-common.sh's sid_workdir
 PYPERF=${PYPERF:-$top/pyperf-pprof}
 BPFCAPTURE=${BPFCAPTURE:-$top/tests/bpfwalk/bpfcapture}
+PY310=${PY310:-/root/.pyenv/versions/3.10.13/bin/python3.10}
 PY311=${PY311:-/usr/bin/python3.11}
+PY312=${PY312:-/root/.pyenv/versions/3.12.1/bin/python3.12}
+PY313=${PY313:-/root/.pyenv/versions/3.13.0/bin/python3.13}
 PYTHON3=${PYTHON3:-python3}
 MAX_BYTES=1000000
 # cbext without unwind information: the native walk takes frame-pointer
@@ -60,8 +66,11 @@ trap cleanup EXIT INT TERM
 
 cases() {
 	cat <<EOF
+py310-pyenv $PY310
 py311-debian $PY311
 py311-debian-signal $PY311 : signal
+py312-pyenv $PY312
+py313-pyenv $PY313
 py314-sid sid:/usr/bin/python3.14
 py314-sid-perf sid:/usr/bin/python3.14 -X perf
 py315-sid sid:/usr/bin/python3.15
