@@ -55,6 +55,11 @@
  *   WRITE   (older recordings, instead of TICK) i64 time_nanos, i64 duration_nanos, u64 offcpu_now_ns,
  *           u32 final, u32 rotate, u32 n, n x u64 BPF counters
  *   END     u64 samples (the recording was closed properly)
+ *   BPFWALK, BPFMAP, BPFWANT  a capture of one thread's state for the BPF
+ *           walk run in user space: its input, each BPF map entry it
+ *           consulted, the record the live program gave (payloads in
+ *           tests/bpfwalk/bwcap.c, their only reader and writer); replay
+ *           skips them
  * Unknown record types are skipped.
  *
  * seq is the number of SAMPLE records up to the read: where a memory
@@ -90,6 +95,7 @@
 enum rec_type {
 	REC_META = 1, REC_TARGET, REC_FORGET, REC_SAMPLE, REC_MEM, REC_MAPS,
 	REC_FILE, REC_PATH, REC_WRITE, REC_END, REC_MEMFAIL, REC_TICK,
+	REC_BPFWALK, REC_BPFMAP, REC_BPFWANT,
 };
 
 #define REC_META_HW_CYCLES	1u
@@ -141,6 +147,8 @@ void record_forget(struct recorder *rec, const struct py_target *t);
  * are recorded whenever they are read, in a sample or not. */
 void record_sample(struct recorder *rec, const void *data, size_t size);
 void record_tick(struct recorder *rec, const struct pipeline_tick *k);
+/* A record of a type whose payload its user encodes (REC_BPFWALK...). */
+void record_raw(struct recorder *rec, uint8_t type, const void *p, size_t len);
 /* Ends the recording and frees rec; -1 with one line in err if it could
  * not be written. */
 int record_close(struct recorder *rec, char *err, size_t errlen);
@@ -149,7 +157,7 @@ int record_close(struct recorder *rec, char *err, size_t errlen);
 
 struct rec_event {
 	uint8_t type;			/* REC_TARGET, REC_FORGET, REC_SAMPLE, REC_WRITE,
-					 * REC_TICK */
+					 * REC_TICK, REC_BPF* */
 	uint32_t len;
 	const uint8_t *p;		/* payload, inside the recording's buffer */
 };

@@ -637,6 +637,12 @@ void record_sample(struct recorder *rec, const void *data, size_t size)
 	w_record(rec, REC_SAMPLE, data, size, NULL, 0);
 }
 
+void record_raw(struct recorder *rec, uint8_t type, const void *p, size_t len)
+{
+	if (rec)
+		w_record(rec, type, p, len, NULL, 0);
+}
+
 void record_tick(struct recorder *rec, const struct pipeline_tick *k)
 {
 	struct rec_buf b = { 0 };

@@ -304,6 +304,7 @@ static int parse_record(struct recording *r, struct caps *cap, uint8_t type, con
 		r->has_meta |= !rc;
 		return rc;
 	case REC_TARGET: case REC_FORGET: case REC_SAMPLE: case REC_WRITE: case REC_TICK:
+	case REC_BPFWALK: case REC_BPFMAP: case REC_BPFWANT:
 		return parse_event(r, cap, type, p, len);
 	case REC_MEM:
 		return parse_mem(r, cap, p, len);

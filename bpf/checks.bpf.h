@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Code objects: those seen lately (code_is_new), the capture of a new one
+ * sent before its sample (capture_code, struct py_code_capture), and the
+ * checks user space asks of the program (do_checks, struct py_check_req).
+ * Part of pyperf.bpf.c; needs common.bpf.h.
+ */
+#ifndef CHECKS_BPF_H
+#define CHECKS_BPF_H
+
+/* Code objects seen lately, 2-way set-associative by address: a miss is
+ * a code object new to this program (or one evicted by others), worth a
+ * prompt wakeup and a capture. Direct-mapped, two hot code objects of one
+ * slot took turns in it: up to 10,000 captures in a docutils run, not
+ * ~500. */
+#define SEEN_CODE_SETS 2048
+
+struct seen_set {
+	__u64 tag[2];		/* [0] the newer */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SEEN_CODE_SETS);
+	__type(key, __u32);
+	__type(value, struct seen_set);
+} seen_code SEC(".maps");
+
+/* The record capture_code() builds, one per CPU (too large for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_code_capture);
+} capture_buf SEC(".maps");
+
+/* The first bytes of the str object at addr into buf (len of them, or 64
+ * near the end of a mapping); the bytes read. */
+static __always_inline __u16 capture_str(__u8 *buf, __u32 len, __u64 addr)
+{
+	if (!addr)
+		return 0;
+	if (!bpf_probe_read_user(buf, len, (const void *)addr))
+		return (__u16)len;
+	return bpf_probe_read_user(buf, 64, (const void *)addr) ? 0 : 64;
+}
+
+/* Sends a struct py_code_capture (bpf/pyperf.h) for the code object at
+ * code, new to this program: called for fresh code only, so a steady
+ * program pays nothing. Global: verified once, and its state stays out of
+ * the walk's context (a field more there kept the verifier from pruning
+ * the walk's states). */
+__noinline int capture_code(const struct py_walk_offsets *off, const struct py_sample *s,
+			    __u64 code)
+{
+	struct py_code_capture *c;
+	__u32 zero = 0, name_off, file_off, span;
+	__u64 name, file;
+
+	if (!off || !s)
+		return 0;
+	name_off = off->code_name;
+	file_off = off->code_filename;
+	span = off->code_span;
+	if (name_off > PY_CAPTURE_CODE - 8 || file_off > PY_CAPTURE_CODE - 8 ||
+	    span < 8 || span > PY_CAPTURE_CODE)
+		return 0;
+	c = bpf_map_lookup_elem(&capture_buf, &zero);
+	if (!c || bpf_probe_read_user(c->obj, span, (const void *)code))
+		return 0;
+	__builtin_memcpy(&name, c->obj + name_off, sizeof(name));
+	__builtin_memcpy(&file, c->obj + file_off, sizeof(file));
+	c->h.pid = s->h.pid;
+	c->h.tid = s->h.tid;
+	c->h.time_ns = s->h.time_ns;
+	c->h.flags = SAMPLE_F_CODE_NAME;
+	c->h.nframes = 0;
+	c->code = code;
+	c->name_len = capture_str(c->name, PY_CAPTURE_NAME, name);
+	c->file_len = capture_str(c->file, PY_CAPTURE_FILE, file);
+	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_LOST);
+	else
+		stat_inc(STAT_CODE_CAPTURES);
+	return 0;
+}
+
+/* 1 if the code object at code, run with globals, is new to the program
+ * (then captured: capture_code). Global: the walk's bpf_loop callback
+ * calls it and takes a scalar back, one path for the verifier there. */
+__noinline int code_is_new(const struct py_walk_offsets *off, const struct py_sample *s,
+			   __u64 code, __u64 globals)
+{
+	/* By process: a forked child has its parent's code objects at the
+	 * same addresses, but user space has yet to read them in the child.
+	 * By globals: a module's body freed at the end of its import and
+	 * another module's code object at its address are two objects. */
+	struct seen_set *v;
+	__u64 tag;
+	__u32 k;
+
+	if (!s)
+		return 0;
+	tag = code ^ ((__u64)s->h.pid * 0x9E3779B97F4A7C15ULL) ^
+	      (globals * 0xC2B2AE3D27D4EB4FULL);
+	k = (__u32)((tag >> 4) ^ (tag >> 16)) & (SEEN_CODE_SETS - 1);
+	v = bpf_map_lookup_elem(&seen_code, &k);
+	if (!v || v->tag[0] == tag || v->tag[1] == tag)
+		return 0;
+	v->tag[1] = v->tag[0];
+	v->tag[0] = tag;
+	capture_code(off, s, code);
+	return 1;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, PY_CHECK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct py_check);
+} code_checks SEC(".maps");
+
+struct py_check_req check_req;	/* see bpf/pyperf.h */
+
+static long check_one(__u32 i, void *unused)
+{
+	__u32 k = check_req.next, len = check_req.len;
+	__u64 gen = check_req.gen;
+	struct py_check *c;
+
+	/* Not atomic (clang 14 has no fetch-add for BPF v2): two CPUs may
+	 * both read slot k, which costs a read, not a slot. */
+	check_req.next = k + 1;
+	if (k >= check_req.n || k >= PY_CHECK_SLOTS)
+		return 1;
+	c = bpf_map_lookup_elem(&code_checks, &k);
+	if (!c || len > PY_CHECK_BYTES)
+		return 1;
+	c->done_ns = bpf_ktime_get_ns();
+	c->err = bpf_probe_read_user(c->bytes, len, (const void *)c->addr);
+	/* Last: user space takes a slot whose gen is its request's. */
+	c->gen = gen;
+	stat_inc(STAT_CODE_CHECKS);
+	return 0;
+}
+
+/* Reads code objects user space asked about (bpf/pyperf.h). 1 if that
+ * ended the request: the reader, waiting for it, is to be woken. */
+static __always_inline int do_checks(__u32 tgid)
+{
+	if (!check_req.n || check_req.tgid != tgid || check_req.next >= check_req.n)
+		return 0;
+	bpf_loop(PY_CHECKS_PER_SAMPLE, check_one, NULL, 0);
+	return check_req.next >= check_req.n;
+}
+
+#endif /* CHECKS_BPF_H */
