@@ -253,7 +253,7 @@ __noinline int read_frame(const struct py_walk_offsets *off, __u64 addr,
 	return 0;
 }
 
-/* 3.11-3.12: _PyEval_EvalFrameDefault publishes its _PyCFrame (on its C
+/* 3.11-3.12: the eval loop publishes its _PyCFrame (on its C
  * stack) a few instructions before it sets the cframe's current_frame, and
  * a sample in between reads what the stack held before. The caller's
  * cframe, the next field after current_frame in both versions, is whole:
