@@ -1,0 +1,642 @@
+/*
+ * The await graph of asyncio tasks, from user space.
+ *
+ * Who awaits a task (Lib/asyncio/{tasks,futures,taskgroups}.py and
+ * Modules/_asynciomodule.c at each tag):
+ *
+ * 3.7 to 3.13: only the futures' done-callbacks say it. A C future keeps
+ * its first callback at fut_callback0 and the others in fut_callbacks, a
+ * list of (callback, context) tuples. A task blocked on a future added its
+ * wakeup to that future's callbacks: a TaskWakeupMethWrapper whose
+ * ww_task is the task (3.7-3.9), or a builtin method "task_wakeup" whose
+ * m_self is the task (3.10+). So for a plain `await task`, the awaited
+ * task's callbacks hold the awaiter. Through gather, wait, wait_for (before
+ * 3.12) and shield, the awaited task's callback is a function (or a
+ * functools.partial) whose closure cells (or arguments) hold the future
+ * the awaiter blocks on: gather's outer _GatheringFuture, wait's waiter:
+ * its callbacks are followed the same way (at most MAX_HOPS futures). A
+ * TaskGroup's task has the group's bound _on_task_done, and the group
+ * keeps its task in _parent_task (3.11+).
+ *
+ * 3.14+: a future records who awaits it in fut_awaited_by (a future or a
+ * set of them; fut_awaited_by_is_set says which), at the offsets of the
+ * AsyncioDebug section; the task step adds the awaiting task, gather and
+ * TaskGroup add the task that called them. A future there that is not a
+ * task is followed in turn.
+ *
+ * Where a task waits: its coroutine's frame, embedded in the coroutine at
+ * cr_iframe (3.11+) or at cr_frame (before); only that frame, not the
+ * coroutines it awaits in turn (their chain sits on the frame's value
+ * stack: a deeper read per task for a frame or two more).
+ *
+ * A task whose awaiter cannot be told exactly (two different tasks, a
+ * callback of another kind) ends its chain as PYAWAIT_UNKNOWN: no guess.
+ * Every read goes through t->src and is checked; every loop has a bound.
+ */
+#include "pyawait.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procslot.h"
+#include "pyasyncio_debug.h"
+#include "pyobj.h"
+#include "pyread.h"
+#include "pysym.h"
+#include "setcache.h"
+#include "target_src.h"
+
+#define NO16		PYPERF_NO_FIELD
+#define WAYS		4
+#define NPROCS		16	/* processes remembered per cache */
+#define NTYPES		32	/* classified types remembered per process */
+#define MAX_BASES	16	/* tp_base links followed, at most */
+#define MAX_CALLBACKS	16	/* a future's done-callbacks looked at */
+#define MAX_CELLS	8	/* closure cells or partial arguments looked at */
+#define MAX_HOPS	4	/* futures between a task and its awaiter */
+#define MAX_SET		32	/* entries of an awaited_by set read */
+#define TYPE_NAME_MAX	32
+#define NAME_MAX_READ	64
+#define RETRY_NS	100000000ull	/* no section yet: look again then */
+
+/* Object layouts the same in every GIL build 3.7 to 3.13 (gdb ptype/o of
+ * the pyenv builds' libpython and _asyncio): FutureObj starts with its
+ * loop, callback0, context0, callbacks. */
+#define FUT_CALLBACK0	24	/* FutureObj.fut_callback0 */
+#define FUT_CALLBACKS	40	/* FutureObj.fut_callbacks */
+#define WW_TASK		16	/* TaskWakeupMethWrapper.ww_task (3.7-3.9) */
+#define CF_ML		16	/* PyCFunctionObject.m_ml */
+#define CF_SELF		24	/* PyCFunctionObject.m_self */
+#define IM_SELF		24	/* PyMethodObject.im_self */
+#define PARTIAL_ARGS	24	/* partialobject.args */
+#define CELL_REF	16	/* PyCellObject.ob_ref */
+#define VAR_SIZE	16	/* PyVarObject.ob_size */
+#define SEQ_ITEMS	24	/* PyTupleObject.ob_item[], PyListObject.ob_item */
+#define CR_FRAME	16	/* PyCoroObject.cr_frame (<=3.10) */
+#define FUNC_CLOSURE_39	48	/* PyFunctionObject.func_closure (<=3.9) */
+#define FUNC_CLOSURE	72	/* ... (3.10+) */
+
+enum okind {
+	OK_NONE = 0, OK_OTHER, OK_STR, OK_INT, OK_CORO, OK_TASK, OK_FUTURE, OK_WW,
+	OK_BUILTIN, OK_METHOD, OK_FUNCTION, OK_PARTIAL, OK_TUPLE, OK_LIST, OK_CELL,
+	OK_SET, OK_GROUP, OK_BAD
+};
+
+/* Per process. */
+struct awproc {
+	struct proc_slot key;		/* first: procslot.h; interp 0 */
+	struct py_seen seen;
+	struct pyasyncio_layout l;	/* task and coroutine offsets */
+	int state;			/* 1 ready, -1 refused, 0 not yet */
+	uint64_t retry_ns;
+	uint64_t parent_hint;		/* "_parent_task" key object */
+	struct { uint64_t type; uint8_t kind; } types[NTYPES];
+	unsigned next_type;
+};
+
+/* One task as read. */
+struct tentry {
+	int pid;			/* 0: empty */
+	uint64_t start_time, task;
+	uint64_t time_ns;
+	uint32_t age;
+	int ok;				/* 1: read as a task */
+	int end;			/* parent 0: enum pyawait_end */
+	uint64_t parent;		/* the awaiting task; 0: see end */
+	struct pyawait_link link;
+};
+
+struct pyawait_cache {
+	struct tentry *e;
+	size_t nsets;
+	uint32_t clock;
+	struct awproc procs[NPROCS];
+	struct pyawait_stats st;
+};
+
+/* One look at a target. */
+struct ctx {
+	const struct py_target *t;
+	struct awproc *ap;
+	const struct pyasyncio_layout *l;
+	uint16_t hdr;			/* object header bytes (ob_type + 8) */
+};
+
+/* ---- types ----------------------------------------------------------- */
+
+/* The type's tp_name (a C string: any alignment). */
+static int type_name(const struct ctx *x, uint64_t type, char *buf)
+{
+	uint64_t p = 0;
+
+	if (py_read_u64(x->t, type + x->t->layout.code.type_name, &p) || !p)
+		return -1;
+	/* A C string near the end of a mapping: retry shorter. */
+	for (size_t n = TYPE_NAME_MAX - 1; n >= 8; n /= 2) {
+		if (py_read(x->t, p, buf, n) == 0) {
+			buf[n] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static const struct { const char *name; enum okind kind; } exact[] = {
+	{ "str", OK_STR }, { "int", OK_INT }, { "coroutine", OK_CORO },
+	{ "TaskWakeupMethWrapper", OK_WW }, { "builtin_function_or_method", OK_BUILTIN },
+	{ "method", OK_METHOD }, { "function", OK_FUNCTION },
+	{ "functools.partial", OK_PARTIAL }, { "tuple", OK_TUPLE }, { "list", OK_LIST },
+	{ "cell", OK_CELL }, { "set", OK_SET }, { "TaskGroup", OK_GROUP },
+};
+
+/* A C Task must have the size the layout says, or its fields are not
+ * where the layout puts them. */
+static enum okind sized(const struct ctx *x, uint64_t type, uint16_t want)
+{
+	int64_t size = -1;
+
+	if (py_read(x->t, type + x->l->type_basicsize, &size, sizeof(size)))
+		return OK_NONE;
+	return size == want ? OK_TASK : OK_BAD;
+}
+
+static enum okind classify_uncached(const struct ctx *x, uint64_t type)
+{
+	char name[TYPE_NAME_MAX];
+
+	if (type_name(x, type, name))
+		return OK_NONE;
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (!strcmp(name, exact[i].name))
+			return exact[i].kind;
+	for (int i = 0; i < MAX_BASES && type; i++) {
+		if (i && type_name(x, type, name))
+			return OK_NONE;
+		if (!strcmp(name, "_asyncio.Task"))
+			return sized(x, type, x->l->task_size);
+		if (!strcmp(name, "_asyncio.Future"))
+			return OK_FUTURE;
+		type = py_read_ptr(x->t, type + x->l->type_base);
+	}
+	return OK_OTHER;
+}
+
+/* What the object at obj is, by its type (remembered per process). */
+static enum okind classify(const struct ctx *x, uint64_t obj)
+{
+	struct awproc *ap = x->ap;
+	uint64_t type = obj && !(obj & 7) ?
+		py_read_ptr(x->t, obj + x->t->layout.code.ob_type) : 0;
+	enum okind k;
+
+	if (!type)
+		return OK_NONE;
+	for (int i = 0; i < NTYPES; i++)
+		if (ap->types[i].type == type)
+			return (enum okind)ap->types[i].kind;
+	k = classify_uncached(x, type);
+	if (k != OK_NONE) {
+		ap->types[ap->next_type % NTYPES].type = type;
+		ap->types[ap->next_type++ % NTYPES].kind = (uint8_t)k;
+	}
+	return k;
+}
+
+/* The items of a tuple or list at obj (of kind k), at most max. */
+static int seq_items(const struct ctx *x, uint64_t obj, enum okind k, uint64_t *items,
+		     size_t max)
+{
+	int64_t n = -1;
+	uint64_t at = obj + SEQ_ITEMS;
+
+	if (py_read(x->t, obj + VAR_SIZE, &n, sizeof(n)) || n < 0)
+		return -1;
+	if (k == OK_LIST && !(at = py_read_ptr(x->t, at)))
+		return n ? -1 : 0;
+	if ((uint64_t)n > max)
+		n = (int64_t)max;
+	if (n && py_read(x->t, at, items, (size_t)n * 8))
+		return -1;
+	return (int)n;
+}
+
+/* ---- 3.7 to 3.13: done-callbacks ------------------------------------- */
+
+static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, int hops, int *unknown);
+
+/* Is the builtin method cb asyncio's task_wakeup? */
+static int is_task_wakeup(const struct ctx *x, uint64_t cb)
+{
+	uint64_t ml = py_read_ptr(x->t, cb + CF_ML), name = 0;
+	char s[16];
+
+	/* PyMethodDef.ml_name, a C string: any alignment. */
+	if (!ml || py_read_u64(x->t, ml, &name) || !name)
+		return 0;
+	return py_read(x->t, name, s, 12) == 0 && !memcmp(s, "task_wakeup", 12);
+}
+
+/* The futures among the objects held by cb (a closure's cells, a
+ * partial's arguments), followed to their awaiter. */
+static uint64_t via_held(const struct ctx *x, uint64_t cb, enum okind k, uint64_t fut,
+			 int hops, int *unknown)
+{
+	uint16_t off = k == OK_PARTIAL ? PARTIAL_ARGS :
+		       x->t->minor <= 9 ? FUNC_CLOSURE_39 : FUNC_CLOSURE;
+	uint64_t held = py_read_ptr(x->t, cb + off), v[MAX_CELLS], found = 0;
+	int n;
+
+	if (!held || classify(x, held) != OK_TUPLE ||
+	    (n = seq_items(x, held, OK_TUPLE, v, MAX_CELLS)) < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t o = v[i], p;
+
+		if (k == OK_FUNCTION)
+			o = classify(x, o) == OK_CELL ? py_read_ptr(x->t, o + CELL_REF) : 0;
+		if (!o || o == fut || classify(x, o) != OK_FUTURE)
+			continue;
+		if (hops >= MAX_HOPS) {
+			*unknown = 1;
+			continue;
+		}
+		p = awaiter_cb(x, o, hops + 1, unknown);
+		if (p && found && p != found)
+			*unknown = 1;
+		found = p ? p : found;
+	}
+	return found;
+}
+
+/* The task callback cb of fut wakes up or stands for; 0: none. */
+static uint64_t via_callback(const struct ctx *x, uint64_t cb, uint64_t fut, int hops,
+			     int *unknown)
+{
+	enum okind k = classify(x, cb);
+	uint64_t o = 0;
+
+	switch (k) {
+	case OK_WW:
+		o = py_read_ptr(x->t, cb + WW_TASK);
+		break;
+	case OK_BUILTIN:
+		if (!is_task_wakeup(x, cb))
+			return 0;	/* e.g. a set's discard */
+		o = py_read_ptr(x->t, cb + CF_SELF);
+		break;
+	case OK_METHOD:
+		o = py_read_ptr(x->t, cb + IM_SELF);
+		if (classify(x, o) != OK_GROUP)
+			return 0;
+		o = pyobj_attr(x->t, &x->ap->seen, o, "_parent_task", &x->ap->parent_hint);
+		break;
+	case OK_FUNCTION:
+	case OK_PARTIAL:
+		return via_held(x, cb, k, fut, hops, unknown);
+	default:
+		return 0;
+	}
+	if (o && classify(x, o) == OK_TASK)
+		return o;
+	*unknown = 1;
+	return 0;
+}
+
+/* The task fut's callbacks lead to (0: none, or *unknown: ambiguous). */
+static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, int hops, int *unknown)
+{
+	uint64_t cbs[MAX_CALLBACKS], found = 0, list;
+	int n = 0, m;
+
+	if ((cbs[0] = py_read_ptr(x->t, fut + FUT_CALLBACK0)))
+		n = 1;
+	list = py_read_ptr(x->t, fut + FUT_CALLBACKS);
+	if (list && classify(x, list) == OK_LIST) {
+		uint64_t tuples[MAX_CALLBACKS];
+
+		m = seq_items(x, list, OK_LIST, tuples, MAX_CALLBACKS - (size_t)n);
+		for (int i = 0; i < m; i++) {
+			uint64_t cb[2];
+
+			if (classify(x, tuples[i]) == OK_TUPLE &&
+			    seq_items(x, tuples[i], OK_TUPLE, cb, 2) == 2)
+				cbs[n++] = cb[0];
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t p = via_callback(x, cbs[i], fut, hops, unknown);
+
+		if (p && found && p != found)
+			*unknown = 1;
+		found = p ? p : found;
+	}
+	return *unknown ? 0 : found;
+}
+
+/* ---- 3.14+: awaited_by ----------------------------------------------- */
+
+/* The live keys of the set at set, at most max (PySetObject: fill, used,
+ * mask, table after the header; entries of key and hash; a dummy key has
+ * hash -1). */
+static int set_keys(const struct ctx *x, uint64_t set, uint64_t *keys, size_t max)
+{
+	int64_t mask = -1;
+	uint64_t table = py_read_ptr(x->t, set + x->hdr + 24u), ent[2 * MAX_SET];
+	size_t n, k = 0;
+
+	if (!table || py_read(x->t, set + x->hdr + 16u, &mask, sizeof(mask)) || mask < 0)
+		return -1;
+	n = (uint64_t)mask + 1 < MAX_SET ? (size_t)mask + 1 : MAX_SET;
+	if (py_read(x->t, table, ent, n * 16))
+		return -1;
+	for (size_t i = 0; i < n && k < max; i++)
+		if (ent[2 * i] && (int64_t)ent[2 * i + 1] != -1)
+			keys[k++] = ent[2 * i];
+	return (int)k;
+}
+
+static uint64_t awaiter_ab(const struct ctx *x, uint64_t fut, int hops, int *unknown)
+{
+	const struct pyasyncio_layout *l = x->l;
+	uint64_t ab = py_read_ptr(x->t, fut + l->task_awaited_by), v[MAX_SET], found = 0;
+	uint8_t is_set = 0;
+	int n = 1;
+
+	if (!ab)
+		return 0;
+	if (py_read(x->t, fut + l->task_awaited_by_is_set, &is_set, 1)) {
+		*unknown = 1;
+		return 0;
+	}
+	v[0] = ab;
+	if (is_set && (classify(x, ab) != OK_SET || (n = set_keys(x, ab, v, MAX_SET)) < 0)) {
+		*unknown = 1;
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		enum okind k = classify(x, v[i]);
+		uint64_t p = 0;
+
+		if (k == OK_TASK)
+			p = v[i];
+		else if (k == OK_FUTURE && hops < MAX_HOPS)
+			p = awaiter_ab(x, v[i], hops + 1, unknown);
+		else
+			*unknown = 1;
+		if (p && found && p != found)
+			*unknown = 1;
+		found = p ? p : found;
+	}
+	return *unknown ? 0 : found;
+}
+
+/* ---- a task ---------------------------------------------------------- */
+
+/* The frame of coroutine coro into e->link (code 0: none). */
+static void coro_frame(const struct ctx *x, uint64_t coro, struct pyawait_link *k)
+{
+	const struct py_walk_offsets *w = &x->t->bpf.off;
+	uint8_t win[PYPERF_FRAME_WIN + 8] = { 0 };
+	struct py_frame_fields f = { 0 };
+	uint64_t frame = x->l->cr_iframe != NO16 ? coro + x->l->cr_iframe :
+			 py_read_ptr(x->t, coro + CR_FRAME);
+
+	if (!frame || !w->frame_span || py_read(x->t, frame, win, w->frame_span))
+		return;
+	py_frame_decode(w, win, &f);
+	if (py_frame_classify(w, &f) != PY_FRAME_KEEP)
+		return;
+	k->code = f.code;
+	k->lasti = f.lasti;
+	k->self = f.self;
+	k->tlbc = f.tlbc;
+}
+
+/* The task's label, as pyasyncio.c makes it. */
+static void task_label(const struct ctx *x, uint64_t name, uint64_t coro, char *buf,
+		       size_t len)
+{
+	char n[NAME_MAX_READ] = "", q[NAME_MAX_READ] = "";
+	uint64_t qual = py_read_ptr(x->t, coro + x->l->cr_qualname);
+	int is_default = 1;
+
+	if (name && classify(x, name) == OK_STR && pysym_read_str(x->t, name, n, sizeof(n)) == 0)
+		is_default = pyasyncio_default_name(n);
+	/* Not a str: 3.12+ keeps the counter until get_name() formats it. */
+	if (qual && classify(x, qual) == OK_STR && pysym_read_str(x->t, qual, q, sizeof(q)))
+		q[0] = '\0';
+	pyasyncio_format(buf, len, n, is_default, q);
+}
+
+/* Reads e->task: its label, frame and awaiter. -1 when the task's
+ * memory cannot be read at all (the process has exited), else 0. */
+static int task_read(const struct ctx *x, struct tentry *e)
+{
+	const struct pyasyncio_layout *l = x->l;
+	uint64_t task = e->task, coro, name = 0;
+	int unknown = 0;
+	enum okind k = classify(x, task);
+
+	e->ok = 0;
+	if (k != OK_TASK)
+		return k == OK_NONE ? -1 : 0;
+	coro = py_read_ptr(x->t, task + l->task_coro);
+	if (l->task_name != NO16)
+		name = py_read_ptr(x->t, task + l->task_name);
+	if (!coro || classify(x, coro) != OK_CORO)
+		return 0;
+	task_label(x, name, coro, e->link.label, sizeof(e->link.label));
+	coro_frame(x, coro, &e->link);
+	e->parent = l->task_awaited_by ? awaiter_ab(x, task, 0, &unknown) :
+					 awaiter_cb(x, task, 0, &unknown);
+	e->end = unknown ? PYAWAIT_UNKNOWN : PYAWAIT_ROOT;
+	e->ok = 1;
+	return 0;
+}
+
+/* ---- per process ----------------------------------------------------- */
+
+/* The layout of t into ap (once; 3.14+: when _asyncio's section is
+ * found). 0 when ready. */
+static int proc_layout(struct pyawait_cache *c, const struct py_target *t,
+		       struct awproc *ap, uint64_t now)
+{
+	struct py_object_offsets o;
+	struct py_gil_offsets gil;
+	uint8_t sec[PYASYNCIO_SECTION_MAX];
+	char err[320];
+	size_t n = 0;
+	int r;
+
+	if (ap->state)
+		return ap->state == 1 ? 0 : -1;
+	if (t->layout.asyncio_kind == PY_ASYNCIO_TABLE) {
+		/* Before 3.14 the object offsets above are a GIL build's. */
+		if (t->layout.free_threaded || pyobj_offsets(t, &o, &gil)) {
+			ap->state = -1;
+			return -1;
+		}
+		ap->l = t->layout.asyncio;
+		ap->l.type_basicsize = o.type_basicsize;
+		ap->state = 1;
+		return 0;
+	}
+	if (t->layout.asyncio_kind != PY_ASYNCIO_SECTION || now < ap->retry_ns)
+		return -1;
+	ap->retry_ns = now + RETRY_NS;
+	r = pyasyncio_debug_read(t, sec, sizeof(sec), &n);
+	if (r == 1)
+		return -1;
+	if (r < 0 || pyasyncio_debug_parse(sec, n, &t->layout, &ap->l, err, sizeof(err))) {
+		c->st.refusals++;
+		ap->state = -1;
+		if (r == 0)
+			fprintf(stderr, "pyperf-pprof: no --async stacks for pid %d: %s\n",
+				t->pid, err);
+		return -1;
+	}
+	ap->state = 1;
+	return 0;
+}
+
+static struct awproc *proc_get(struct pyawait_cache *c, const struct py_target *t)
+{
+	int fresh;
+	struct awproc *ap = (struct awproc *)proc_slot_get(c->procs, NPROCS, sizeof(c->procs[0]),
+							   t, 0, c->clock, &fresh);
+
+	if (fresh) {
+		memset(ap, 0, sizeof(*ap));
+		proc_slot_take(&ap->key, t, 0, c->clock);
+	}
+	return ap;
+}
+
+/* ---- the cache ------------------------------------------------------- */
+
+struct pyawait_cache *pyawait_cache_new(size_t capacity)
+{
+	struct pyawait_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->e = setcache_alloc(capacity, WAYS, sizeof(*c->e), &c->nsets);
+	if (!c->e) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void pyawait_cache_free(struct pyawait_cache *c)
+{
+	if (!c)
+		return;
+	free(c->e);
+	free(c);
+}
+
+void pyawait_forget_pid(struct pyawait_cache *c, int pid)
+{
+	for (size_t i = 0; i < c->nsets * WAYS; i++)
+		if (c->e[i].pid == pid)
+			memset(&c->e[i], 0, sizeof(c->e[i]));
+	for (int i = 0; i < NPROCS; i++)
+		if (c->procs[i].key.pid == pid)
+			memset(&c->procs[i], 0, sizeof(c->procs[i]));
+}
+
+void pyawait_get_stats(const struct pyawait_cache *c, struct pyawait_stats *st)
+{
+	*st = c->st;
+}
+
+/* The entry of (t, task), fresh at now: read if need be. */
+static const struct tentry *entry_get(struct pyawait_cache *c, const struct ctx *x,
+				      uint64_t task, uint64_t now)
+{
+	const struct py_target *t = x->t;
+	uint64_t h = (task >> 4) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)t->pid << 32;
+	struct tentry *set = &c->e[((h ^ h >> 29) & (c->nsets - 1)) * WAYS], *e = NULL;
+	struct tentry tmp = { 0 };
+
+	for (int i = 0; i < WAYS && !e; i++)
+		if (set[i].pid == t->pid && set[i].task == task &&
+		    set[i].start_time == t->start_time)
+			e = &set[i];
+	if (e && now >= e->time_ns && now - e->time_ns < PYAWAIT_TTL_NS) {
+		c->st.hits++;
+		e->age = c->clock;
+		return e;
+	}
+	/* Else the set's empty or least recently used way. */
+	for (int i = 0; i < WAYS && !e; i++)
+		if (!set[i].pid)
+			e = &set[i];
+	if (!e) {
+		e = &set[0];
+		for (int i = 1; i < WAYS; i++)
+			if (set[i].age < e->age)
+				e = &set[i];
+	}
+	tmp.pid = t->pid;
+	tmp.start_time = t->start_time;
+	tmp.task = tmp.link.task = task;
+	tmp.time_ns = now;
+	tmp.age = c->clock;
+	c->st.reads++;
+	/* A process that exited before its last records were processed:
+	 * its tasks are as last read, if that was lately. */
+	if (task_read(x, &tmp) && e->pid == t->pid && e->task == task && e->ok &&
+	    now - e->time_ns < PYAWAIT_GONE_NS) {
+		c->st.gone++;
+		return e;
+	}
+	*e = tmp;
+	return e;
+}
+
+int pyawait_chain(struct pyawait_cache *c, const struct py_target *t, uint64_t task,
+		  uint64_t now_ns, struct pyawait_chain *out)
+{
+	struct ctx x = { .t = t };
+
+	out->n = 0;
+	out->end = PYAWAIT_ROOT;
+	if (!task || !t->pid)
+		return -1;
+	c->clock++;
+	c->st.chains++;
+	x.ap = proc_get(c, t);
+	if (proc_layout(c, t, x.ap, now_ns ? now_ns : 1))
+		return -1;
+	x.l = &x.ap->l;
+	x.hdr = (uint16_t)(t->layout.code.ob_type + 8u);
+	while (task) {
+		const struct tentry *e;
+
+		for (size_t i = 0; i < out->n; i++)
+			if (out->l[i].task == task)
+				task = 0;
+		if (!task || out->n == PYAWAIT_DEPTH) {
+			out->end = PYAWAIT_CUT;
+			break;
+		}
+		e = entry_get(c, &x, task, now_ns);
+		if (!e->ok) {
+			if (!out->n) {
+				c->st.failed++;
+				return -1;
+			}
+			out->end = PYAWAIT_UNKNOWN;
+			break;
+		}
+		out->l[out->n++] = e->link;
+		out->end = e->end;
+		task = e->parent;
+	}
+	if (out->end == PYAWAIT_UNKNOWN)
+		c->st.unknown++;
+	return 0;
+}
