@@ -1,0 +1,111 @@
+#!/bin/sh
+# --async stacks (issue 23 item 2): a supervisor task runs handler tasks
+# that await a CPU-bound coroutine (tests/workloads/async_chain.py), under
+# the root task that awaits the supervisor (a plain `await task`). The
+# profiler attaches to the running workload for 3 s (its start-up and
+# shutdown, when no task runs, are not in the profile), and
+# tests/check_async.py requires at least 90 % of the samples to read, root
+# first, [task Task-* (main)];main;[task supervisor];supervisor;
+# [task handler-N];handler;crunch, and no sample with a task marker to
+# hold a frame of the event loop. Cases: gather on every pyenv CPython
+# 3.7-3.13 present, TaskGroup from 3.11, asyncio.wait and wait_for (a task
+# between: two hops) on 3.8 and 3.13, --mode wall on 3.12; Debian sid's
+# 3.14 and 3.15 in their chroot (tests/sid-common.sh; missing, those cases
+# fail) with gather, TaskGroup, wait, wait_for and wall. One 3.12 profile
+# taken without --async must fail the check (the check can fail).
+set -u
+: "${PYPERF:=./pyperf-pprof}"
+: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${PYTHON3:=/usr/bin/python3}"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
+work=$(mktemp -d /tmp/pyperf-async.XXXXXX)
+. "$TOP_SRCDIR/tests/sid-common.sh"
+sid_work=
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work" $sid_work' EXIT
+root=${PYENV_ROOT:-/root/.pyenv}/versions
+failed=0 ran=0
+
+# profile PYTHON MODE [profiler options]: the workload runs 6 s; the
+# profile is of 3 s of it, 1 s in. PYTHON "sid:PATH" runs in the chroot.
+profile() {
+	py=$1 mode=$2
+	shift 2
+	case $py in
+	sid:*) chroot "$SID_ROOT" "${py#sid:}" "$sid_workloads/async_chain.py" "$mode" 6 & ;;
+	*) "$py" "$TOP_SRCDIR/tests/workloads/async_chain.py" "$mode" 6 & ;;
+	esac
+	pid=$!
+	sleep 1
+	"$PYPERF" -q -p "$pid" -d 3000 --format collapsed -o "$work/p.folded" "$@"
+	r=$?
+	wait "$pid"
+	r2=$?
+	pid=
+	[ $r = 0 ] && [ $r2 = 0 ]
+}
+
+# run PYTHON MODE [profiler options]: one case, retried once (the machine
+# may be loaded by other jobs).
+run() {
+	py=$1 mode=$2
+	shift 2
+	ran=$((ran + 1))
+	hops=0
+	[ "$mode" = wait_for ] && hops=1
+	for attempt in 1 2; do
+		if ! profile "$py" "$mode" --async "$@"; then
+			echo "FAIL $py $mode $*: pyperf-pprof or the workload failed"
+			failed=1
+			return
+		fi
+		if "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" --hops $hops "$work/p.folded" \
+			> "$work/out" 2>&1; then
+			echo "PASS $py $mode $*: $(cat "$work/out")"
+			return
+		fi
+		cat "$work/out"
+		echo "attempt $attempt failed"
+	done
+	echo "FAIL $py $mode $*"
+	failed=1
+}
+
+for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
+	py=$root/$v/bin/python3
+	[ -x "$py" ] || { echo "SKIP $py: not present"; continue; }
+	run "$py" gather
+	case $v in 3.11.*|3.12.*|3.13.*) run "$py" taskgroup ;; esac
+	case $v in 3.8.*|3.13.*) run "$py" wait; run "$py" wait_for ;; esac
+	case $v in 3.12.*) run "$py" gather --mode wall ;; esac
+done
+
+# The check fails a profile without the feature.
+py=$root/3.12.1/bin/python3
+if [ -x "$py" ]; then
+	if ! profile "$py" gather; then
+		echo "FAIL $py without --async: pyperf-pprof or the workload failed"
+		failed=1
+	elif "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" "$work/p.folded" > "$work/out" 2>&1; then
+		echo "FAIL $py without --async passes the check: $(cat "$work/out")"
+		failed=1
+	else
+		echo "PASS $py without --async fails the check: $(head -1 "$work/out")"
+	fi
+fi
+
+if reason=$(sid_missing); then
+	for py in $SID_INTERPRETERS; do echo "FAIL sid:$py: $reason"; done
+	failed=1
+else
+	sid_work=$(sid_workdir async)
+	sid_workloads=$(sid_path "$sid_work")/workloads
+	for sp in $SID_INTERPRETERS; do
+		for mode in gather taskgroup wait wait_for; do
+			run "sid:$sp" $mode
+		done
+		run "sid:$sp" gather --mode wall
+	done
+fi
+[ $ran = 0 ] && [ $failed = 0 ] && { echo "SKIP: no CPython 3.7 to 3.13 present"; exit 77; }
+exit $failed
