@@ -102,6 +102,7 @@ struct tentry {
 	uint64_t time_ns;
 	uint32_t age;
 	int ok;				/* 1: read as a task */
+	uint64_t name, coro;		/* the objects the label was made of */
 	int end;			/* parent 0: enum pyawait_end */
 	uint64_t parent;		/* the awaiting task; 0: see end */
 	struct pyawait_link link;
@@ -429,9 +430,11 @@ static void task_label(const struct ctx *x, uint64_t name, uint64_t coro, char *
 	pyasyncio_format(buf, len, n, is_default, q);
 }
 
-/* Reads e->task: its label, frame and awaiter. -1 when the task's
- * memory cannot be read at all (the process has exited), else 0. */
-static int task_read(const struct ctx *x, struct tentry *e)
+/* Reads e->task: its label, frame and awaiter; the label as old's (an
+ * earlier read of it) when made of the same name and coroutine objects,
+ * which the task holds references to. -1 when the task's memory cannot
+ * be read at all (the process has exited), else 0. */
+static int task_read(const struct ctx *x, struct tentry *e, const struct tentry *old)
 {
 	const struct pyasyncio_layout *l = x->l;
 	uint64_t task = e->task, coro, name = 0;
@@ -446,7 +449,12 @@ static int task_read(const struct ctx *x, struct tentry *e)
 		name = py_read_ptr(x->t, task + l->task_name);
 	if (!coro || classify(x, coro) != OK_CORO)
 		return 0;
-	task_label(x, name, coro, e->link.label, sizeof(e->link.label));
+	if (old && old->ok && old->name == name && old->coro == coro)
+		memcpy(e->link.label, old->link.label, sizeof(e->link.label));
+	else
+		task_label(x, name, coro, e->link.label, sizeof(e->link.label));
+	e->name = name;
+	e->coro = coro;
 	coro_frame(x, coro, &e->link);
 	e->parent = l->task_awaited_by ? awaiter_ab(x, task, 0, &unknown) :
 					 awaiter_cb(x, task, 0, &unknown);
@@ -560,6 +568,7 @@ static const struct tentry *entry_get(struct pyawait_cache *c, const struct ctx 
 	uint64_t h = (task >> 4) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)t->pid << 32;
 	struct tentry *set = &c->e[((h ^ h >> 29) & (c->nsets - 1)) * WAYS], *e = NULL;
 	struct tentry tmp = { 0 };
+	int hit;
 
 	for (int i = 0; i < WAYS && !e; i++)
 		if (set[i].pid == t->pid && set[i].task == task &&
@@ -588,7 +597,8 @@ static const struct tentry *entry_get(struct pyawait_cache *c, const struct ctx 
 	c->st.reads++;
 	/* A process that exited before its last records were processed:
 	 * its tasks are as last read, if that was lately. */
-	if (task_read(x, &tmp) && e->pid == t->pid && e->task == task && e->ok &&
+	hit = e->pid == t->pid && e->task == task && e->start_time == t->start_time;
+	if (task_read(x, &tmp, hit ? e : NULL) && hit && e->ok &&
 	    now - e->time_ns < PYAWAIT_GONE_NS) {
 		c->st.gone++;
 		return e;
