@@ -46,10 +46,10 @@ size_t asyncstack_apply(const struct asyncstack_ctx *a, uint64_t *locs, size_t n
 
 	if (cut >= n || !ch->n)
 		return n;
-	for (size_t i = 0; i < ch->n && out + 2 < cap; i++) {
+	for (size_t i = 0; i < ch->n && out < cap; i++) {
 		uint64_t loc = i ? wait_frame(a, &ch->l[i]) : 0;
 
-		if (loc)
+		if (loc && out + 1 < cap)
 			locs[out++] = loc;
 		if (!(locs[out++] = task_marker(a, ch->l[i].label)))
 			return 0;
