@@ -2,17 +2,20 @@
 # --async stacks (issue 23 item 2): a supervisor task runs handler tasks
 # that await a CPU-bound coroutine (tests/workloads/async_chain.py), under
 # the root task that awaits the supervisor (a plain `await task`). The
-# profiler attaches to the running workload for 3 s (its start-up and
+# profiler attaches to the running workload for 2 s (its start-up and
 # shutdown, when no task runs, are not in the profile), and
 # tests/check_async.py requires at least 90 % of the samples to read, root
 # first, [task Task-* (main)];main;[task supervisor];supervisor;
 # [task handler-N];handler;crunch, and no sample with a task marker to
 # hold a frame of the event loop. Cases: gather on every pyenv CPython
 # 3.7-3.13 present, TaskGroup from 3.11, asyncio.wait and wait_for (a task
-# between: two hops) on 3.8 and 3.13, --mode wall on 3.12; Debian sid's
-# 3.14 and 3.15 in their chroot (tests/sid-common.sh; missing, those cases
-# fail) with gather, TaskGroup, wait, wait_for and wall. One 3.12 profile
-# taken without --async must fail the check (the check can fail).
+# between: two hops) on 3.8 and 3.13, nested (the supervisor suspended two
+# coroutines deep: run_all, wait_all shown) on 3.8, 3.10, 3.12, 3.13,
+# --mode wall on 3.12; Debian sid's 3.14 and 3.15 in their chroot
+# (tests/sid-common.sh; missing, those cases fail) with gather, TaskGroup,
+# wait, wait_for, nested and wall. One 3.12 profile
+# taken without --async must fail the check (the check can fail); one 3.12
+# --async recording must replay to the live profile.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -26,18 +29,18 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work" $sid_work' EXIT
 root=${PYENV_ROOT:-/root/.pyenv}/versions
 failed=0 ran=0
 
-# profile PYTHON MODE [profiler options]: the workload runs 6 s; the
-# profile is of 3 s of it, 1 s in. PYTHON "sid:PATH" runs in the chroot.
+# profile PYTHON MODE [profiler options]: the workload runs 4 s; the
+# profile is of 2 s of it, 1 s in. PYTHON "sid:PATH" runs in the chroot.
 profile() {
 	py=$1 mode=$2
 	shift 2
 	case $py in
-	sid:*) chroot "$SID_ROOT" "${py#sid:}" "$sid_workloads/async_chain.py" "$mode" 6 & ;;
-	*) "$py" "$TOP_SRCDIR/tests/workloads/async_chain.py" "$mode" 6 & ;;
+	sid:*) chroot "$SID_ROOT" "${py#sid:}" "$sid_workloads/async_chain.py" "$mode" 4 & ;;
+	*) "$py" "$TOP_SRCDIR/tests/workloads/async_chain.py" "$mode" 4 & ;;
 	esac
 	pid=$!
 	sleep 1
-	"$PYPERF" -q -p "$pid" -d 3000 --format collapsed -o "$work/p.folded" "$@"
+	"$PYPERF" -q -p "$pid" -d 2000 --format collapsed -o "$work/p.folded" "$@"
 	r=$?
 	wait "$pid"
 	r2=$?
@@ -51,15 +54,16 @@ run() {
 	py=$1 mode=$2
 	shift 2
 	ran=$((ran + 1))
-	hops=0
+	hops=0 nested=
 	[ "$mode" = wait_for ] && hops=1
+	[ "$mode" = nested ] && nested=--nested
 	for attempt in 1 2; do
 		if ! profile "$py" "$mode" --async "$@"; then
 			echo "FAIL $py $mode $*: pyperf-pprof or the workload failed"
 			failed=1
 			return
 		fi
-		if "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" --hops $hops "$work/p.folded" \
+		if "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" --hops $hops $nested "$work/p.folded" \
 			> "$work/out" 2>&1; then
 			echo "PASS $py $mode $*: $(cat "$work/out")"
 			return
@@ -77,12 +81,28 @@ for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
 	run "$py" gather
 	case $v in 3.11.*|3.12.*|3.13.*) run "$py" taskgroup ;; esac
 	case $v in 3.8.*|3.13.*) run "$py" wait; run "$py" wait_for ;; esac
+	case $v in 3.8.*|3.10.*|3.12.*|3.13.*) run "$py" nested ;; esac
 	case $v in 3.12.*) run "$py" gather --mode wall ;; esac
 done
 
-# The check fails a profile without the feature.
+# The check fails a profile without the feature; a recording of an
+# --async run replays to the same stacks (every read went through the
+# target's memory source).
 py=$root/3.12.1/bin/python3
 if [ -x "$py" ]; then
+	ran=$((ran + 1))
+	if ! profile "$py" gather --async --record "$work/rec" ||
+		! mv "$work/p.folded" "$work/live.folded" ||
+		! "$PYPERF" -q --replay "$work/rec" --format collapsed -o "$work/replay.folded"; then
+		echo "FAIL $py --record/--replay: pyperf-pprof or the workload failed"
+		failed=1
+	elif ! sort "$work/live.folded" > "$work/a" || ! sort "$work/replay.folded" > "$work/b" ||
+		! grep -q '^\[task ' "$work/a" || ! cmp -s "$work/a" "$work/b"; then
+		echo "FAIL $py --async --replay differs from the live profile (or it has no chain)"
+		failed=1
+	else
+		echo "PASS $py --async --replay: the live profile's stacks"
+	fi
 	if ! profile "$py" gather; then
 		echo "FAIL $py without --async: pyperf-pprof or the workload failed"
 		failed=1
@@ -101,7 +121,7 @@ else
 	sid_work=$(sid_workdir async)
 	sid_workloads=$(sid_path "$sid_work")/workloads
 	for sp in $SID_INTERPRETERS; do
-		for mode in gather taskgroup wait wait_for; do
+		for mode in gather taskgroup wait wait_for nested; do
 			run "sid:$sp" $mode
 		done
 		run "sid:$sp" gather --mode wall

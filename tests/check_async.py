@@ -4,6 +4,7 @@ format: root first, frames "name (file:line)", the count last).
   chain      at least --min (0.90) of all samples read, root first,
              [task <root>];main;[task supervisor];supervisor;
              ([task gatherer];gatherer;) [task handler-N];handler;crunch
+             (--nested: supervisor;run_all;wait_all;[task handler-N])
              and anything leafward of crunch (its native callees)
   machinery  no sample with a [task ...] frame holds a frame of the event
              loop (run_forever, _run_once, Handle._run, run_until_complete,
@@ -39,11 +40,25 @@ def task(label):
     return r"\[task (%s|Task-\* \(%s\))\]" % (label, label.split("-")[0])
 
 
-def chain_re(hops):
-    parts = [r"\[task Task-\* \(main\)\]", "main", task("supervisor"), "supervisor"]
+def fn(name):
+    """A frame of the workload's function name (its file and line)."""
+    return re.escape(name) + r" \([^;]*async_chain\.py:[0-9]+\)"
+
+
+# Where an awaiting task waits inside asyncio's own coroutines (wait,
+# _wait, wait_for, TaskGroup.__aexit__ ...): frames of asyncio's files.
+LIB = r"(;[^;\[]* \([^;]*asyncio/[a-z_]+\.py:[0-9]+\))*"
+
+
+def chain_re(hops, nested):
+    parts = [r"\[task Task-\* \(main\)\]", fn("main"), task("supervisor"), fn("supervisor")]
+    if nested:
+        parts += [fn("run_all"), fn("wait_all")]
     if hops:
-        parts += [task("gatherer"), "gatherer"]
-    parts += [task("handler-[0-9]+"), "handler", "crunch"]
+        parts[-1] += LIB
+        parts += [task("gatherer"), fn("gatherer")]
+    parts[-1] += LIB
+    parts += [task("handler-[0-9]+"), fn("handler"), fn("crunch")]
     return re.compile("^" + ";".join(parts) + "(;|$)")
 
 
@@ -51,9 +66,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--min", type=float, default=0.90)
     ap.add_argument("--hops", type=int, default=0, help="1: wait_for's gatherer task")
+    ap.add_argument("--nested", action="store_true", help="the supervisor waits in run_all, wait_all")
     ap.add_argument("folded")
     args = ap.parse_args()
-    want = chain_re(args.hops)
+    want = chain_re(args.hops, args.nested)
     total = chained = loop_any = bad = 0
     worst = None
     with open(args.folded) as f:
@@ -65,7 +81,7 @@ def main():
             names = ";".join(name(fr) for fr in frames)
             loop = any(is_loop(fr) for fr in frames)
             loop_any += n if loop else 0
-            if want.search(names):
+            if want.search(";".join(frames)):
                 chained += n
             if loop and any(fr.startswith("[task ") for fr in frames):
                 bad += n

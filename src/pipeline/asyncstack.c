@@ -26,14 +26,14 @@ static uint64_t task_marker(const struct asyncstack_ctx *a, const char *label)
 	return marker(a, name);
 }
 
-/* The frame where a task waits; 0 when there is none to show (a
- * coroutine not started, a code object that cannot be read) or no memory. */
-static uint64_t wait_frame(const struct asyncstack_ctx *a, const struct pyawait_link *k)
+/* A frame where a task waits; 0 when there is none to show (a coroutine
+ * not started, a code object that cannot be read) or no memory. */
+static uint64_t wait_frame(const struct asyncstack_ctx *a, const struct pyawait_frame *f)
 {
 	struct pyframe_info fi;
 	uint64_t fid;
 
-	if (!k->code || pysym_resolve(a->syms, a->t, k->code, k->lasti, k->self, k->tlbc, &fi))
+	if (!f->code || pysym_resolve(a->syms, a->t, f->code, f->lasti, f->self, f->tlbc, &fi))
 		return 0;
 	fid = profile_function(a->prof, fi.name, "", fi.filename, fi.firstlineno);
 	return fid ? profile_location(a->prof, a->mid, 0, fid, fi.line > 0 ? fi.line : 0) : 0;
@@ -47,11 +47,16 @@ size_t asyncstack_apply(const struct asyncstack_ctx *a, uint64_t *locs, size_t n
 	if (cut >= n || !ch->n)
 		return n;
 	for (size_t i = 0; i < ch->n && out < cap; i++) {
-		uint64_t loc = i ? wait_frame(a, &ch->l[i]) : 0;
+		const struct pyawait_link *k = &ch->l[i];
 
-		if (loc && out + 1 < cap)
-			locs[out++] = loc;
-		if (!(locs[out++] = task_marker(a, ch->l[i].label)))
+		/* An awaiting task's frames, innermost (leafward) first. */
+		for (size_t j = i ? k->nframes : 0; j-- > 0 && out + 1 < cap;) {
+			uint64_t loc = wait_frame(a, &k->f[j]);
+
+			if (loc)
+				locs[out++] = loc;
+		}
+		if (!(locs[out++] = task_marker(a, k->label)))
 			return 0;
 	}
 	if (ch->end != PYAWAIT_ROOT && out < cap &&

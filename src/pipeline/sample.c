@@ -944,9 +944,9 @@ static size_t async_stack(struct sample_sink *k, const struct py_target *t, size
 	long cut;
 	size_t m;
 
-	if (pyawait_chain(k->awaits, t, task, now_ns, &k->chain) || !k->chain.l[0].code)
+	if (pyawait_chain(k->awaits, t, task, now_ns, &k->chain) || !k->chain.l[0].nframes)
 		return n;
-	cut = asyncstack_cut(k->locs, n, k->pyloc, k->pycode, np, k->chain.l[0].code);
+	cut = asyncstack_cut(k->locs, n, k->pyloc, k->pycode, np, k->chain.l[0].f[0].code);
 	if (cut < 0) {
 		k->n.async_unmatched++;
 		return n;

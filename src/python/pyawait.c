@@ -25,9 +25,9 @@
  * task is followed in turn.
  *
  * Where a task waits: its coroutine's frame, embedded in the coroutine at
- * cr_iframe (3.11+) or at cr_frame (before); only that frame, not the
- * coroutines it awaits in turn (their chain sits on the frame's value
- * stack: a deeper read per task for a frame or two more).
+ * cr_iframe (3.11+) or at cr_frame (before), and those of the coroutines
+ * it awaits in turn (the one a suspended coroutine awaits is the top of
+ * its frame's value stack), up to PYAWAIT_FRAMES.
  *
  * A task whose awaiter cannot be told exactly (two different tasks, a
  * callback of another kind) ends its chain as PYAWAIT_UNKNOWN: no guess.
@@ -56,6 +56,7 @@
 #define MAX_CELLS	8	/* closure cells or partial arguments looked at */
 #define MAX_HOPS	4	/* futures between a task and its awaiter */
 #define MAX_SET		32	/* entries of an awaited_by set read */
+#define MAX_STACK	(1 << 20)	/* a frame's value stack depth, at most */
 #define TYPE_NAME_MAX	32
 #define NAME_MAX_READ	64
 #define RETRY_NS	100000000ull	/* no section yet: look again then */
@@ -394,24 +395,96 @@ static uint64_t awaiter_ab(const struct ctx *x, uint64_t fut, int hops, int *unk
 
 /* ---- a task ---------------------------------------------------------- */
 
-/* The frame of coroutine coro into e->link (code 0: none). */
-static void coro_frame(const struct ctx *x, uint64_t coro, struct pyawait_link *k)
+/*
+ * The object the suspended coroutine coro (its frame at frame) awaits:
+ * the top of the frame's value stack while it is suspended in an await
+ * (YIELD_FROM, then SEND and YIELD_VALUE, keep the receiver there and
+ * save the stack pointer; CPython's _PyGen_yf() reads it so). 0 when it
+ * runs, has not started or ended. The offsets: DWARF of the pyenv GIL
+ * builds up to 3.13 (PyFrameObject, _PyInterpreterFrame, PyCoroObject),
+ * _Py_DebugOffsets from 3.14; the frame states: Include/internal/
+ * pycore_frame.h at each tag (3.15 renumbered them; Debian sid's 3.14
+ * and 3.15 headers).
+ */
+static uint64_t awaited(const struct ctx *x, uint64_t coro, uint64_t frame)
+{
+	const struct py_layout *pl = &x->t->layout;
+	unsigned minor = x->t->minor;
+	uint64_t top, v, w[2];
+	int32_t i = -1;
+	int8_t st = 0;
+
+	if (minor <= 9) {		/* f_stacktop 72, NULL while it runs */
+		top = py_read_ptr(x->t, frame + 72);
+		if (!top || py_read(x->t, frame + 104, &i, 4) || i < 0)
+			return 0;	/* f_lasti -1: not started */
+		top -= 8;
+	} else if (minor == 10) {	/* f_valuestack 64, f_stackdepth 80 */
+		top = py_read_ptr(x->t, frame + 64);
+		if (!top || py_read(x->t, frame + 108, &st, 1) || st != -1 ||
+		    py_read(x->t, frame + 80, &i, 4) || i <= 0 || i > MAX_STACK)
+			return 0;	/* f_state FRAME_SUSPENDED -1 */
+		top += (uint64_t)(i - 1) * 8;
+	} else if (minor <= 13) {	/* cr_frame_state 75 (3.11), 67; stacktop 64 */
+		if (py_read(x->t, coro + (minor == 11 ? 75 : 67), &st, 1) || st != -1 ||
+		    py_read(x->t, frame + 64, &i, 4) || i <= 0 || i > MAX_STACK)
+			return 0;	/* SUSPENDED (3.11-3.12), SUSPENDED_YIELD_FROM */
+		top = frame + 72 + (uint64_t)(i - 1) * 8;	/* localsplus 72 */
+	} else {
+		if (!pl->gen_frame_state || pl->gen_frame_state == NO16 ||
+		    !pl->frame_stackpointer || pl->frame_stackpointer == NO16 ||
+		    py_read(x->t, coro + pl->gen_frame_state, &st, 1) ||
+		    (minor == 14 ? st != -1 : st != 2 && st != 3))
+			return 0;	/* SUSPENDED_YIELD_FROM(_LOCKED) */
+		/* 3.15: _SEND_GEN_FRAME leaves a NULL above the receiver
+		 * (stackpointer[-1], PyStackRef_NULL's bits 1; _PyGen_yf peeks
+		 * at depth 2). */
+		top = py_read_ptr(x->t, frame + pl->frame_stackpointer);
+		if (!top || py_read(x->t, top - 16, w, sizeof(w)) || (minor >= 15 && w[1] > 1))
+			return 0;
+		v = minor >= 15 ? w[0] : w[1];
+		if ((v & 3) >= 2)
+			return 0;	/* a _PyStackRef: tag bit 0; 2, 3: not objects */
+		v &= ~(uint64_t)1;
+		return v & 7 ? 0 : v;
+	}
+	return py_read_ptr(x->t, top);
+}
+
+/* The frame of the coroutine at coro into *f. 0, or -1 with none. */
+static int coro_frame(const struct ctx *x, uint64_t coro, uint64_t *frame,
+		      struct pyawait_frame *f)
 {
 	const struct py_walk_offsets *w = &x->t->bpf.off;
 	uint8_t win[PYPERF_FRAME_WIN + 8] = { 0 };
-	struct py_frame_fields f = { 0 };
-	uint64_t frame = x->l->cr_iframe != NO16 ? coro + x->l->cr_iframe :
-			 py_read_ptr(x->t, coro + CR_FRAME);
+	struct py_frame_fields ff = { 0 };
 
-	if (!frame || !w->frame_span || py_read(x->t, frame, win, w->frame_span))
-		return;
-	py_frame_decode(w, win, &f);
-	if (py_frame_classify(w, &f) != PY_FRAME_KEEP)
-		return;
-	k->code = f.code;
-	k->lasti = f.lasti;
-	k->self = f.self;
-	k->tlbc = f.tlbc;
+	*frame = x->l->cr_iframe != NO16 ? coro + x->l->cr_iframe :
+		 py_read_ptr(x->t, coro + CR_FRAME);
+	if (!*frame || !w->frame_span || py_read(x->t, *frame, win, w->frame_span))
+		return -1;
+	py_frame_decode(w, win, &ff);
+	if (py_frame_classify(w, &ff) != PY_FRAME_KEEP)
+		return -1;
+	*f = (struct pyawait_frame){ ff.code, ff.lasti, ff.self, ff.tlbc };
+	return 0;
+}
+
+/* The frames of the task's coroutine coro and of the coroutines it
+ * awaits in turn, outermost first, into k. */
+static void coro_frames(const struct ctx *x, uint64_t coro, struct pyawait_link *k)
+{
+	uint64_t frame;
+
+	for (k->nframes = 0; k->nframes < PYAWAIT_FRAMES; k->nframes++) {
+		if (coro_frame(x, coro, &frame, &k->f[k->nframes]))
+			return;
+		coro = awaited(x, coro, frame);
+		if (!coro || classify(x, coro) != OK_CORO) {
+			k->nframes++;
+			return;
+		}
+	}
 }
 
 /* The task's label, as pyasyncio.c makes it. */
@@ -455,7 +528,7 @@ static int task_read(const struct ctx *x, struct tentry *e, const struct tentry 
 		task_label(x, name, coro, e->link.label, sizeof(e->link.label));
 	e->name = name;
 	e->coro = coro;
-	coro_frame(x, coro, &e->link);
+	coro_frames(x, coro, &e->link);
 	e->parent = l->task_awaited_by ? awaiter_ab(x, task, 0, &unknown) :
 					 awaiter_cb(x, task, 0, &unknown);
 	e->end = unknown ? PYAWAIT_UNKNOWN : PYAWAIT_ROOT;

@@ -28,15 +28,24 @@
 						 * before its process exited
 						 * serves its last samples */
 
+#define PYAWAIT_FRAMES		8		/* coroutines of one task shown */
+
+/* A coroutine's frame as a frame record has it (bpf/pyperf.h). */
+struct pyawait_frame {
+	uint64_t code, lasti, self;
+	uint32_t tlbc;
+};
+
 /* One task of a chain. */
 struct pyawait_link {
 	uint64_t task;			/* the task object */
-	/* Its coroutine's frame as a frame record has it (bpf/pyperf.h):
-	 * for the first task, whose frames the sample holds, the code
-	 * object tells where they end; for the others, where each waits.
-	 * code 0: a coroutine that has no frame (finished, or not one). */
-	uint64_t code, lasti, self;
-	uint32_t tlbc;
+	/* f[0]: the frame of the task's coroutine; f[1] that of the
+	 * coroutine it awaits, and so on (a suspended task only): for the
+	 * first task, whose frames the sample holds, f[0].code tells where
+	 * they end; for the others, where each waits. nframes 0: no frame
+	 * (a coroutine finished, or not a coroutine). */
+	size_t nframes;
+	struct pyawait_frame f[PYAWAIT_FRAMES];
 	char label[PYASYNCIO_LABEL_MAX];	/* as the asyncio_task label */
 };
 

@@ -231,6 +231,8 @@ struct py_layout {
 	uint16_t gen_name;		/* PyGenObject.gi_name */
 	uint16_t gen_iframe;		/* PyGenObject.gi_iframe */
 	uint16_t frame_localsplus;	/* _PyInterpreterFrame.localsplus */
+	uint16_t gen_frame_state;	/* PyGenObject.gi_frame_state (int8) */
+	uint16_t frame_stackpointer;	/* _PyInterpreterFrame.stackpointer */
 	struct py_walk_offsets walk;
 	struct py_code_offsets code;
 	struct py_gil_offsets gil;

@@ -13,11 +13,14 @@ the loop, for SECONDS of wall time, by MODE:
   wait       asyncio.wait(tasks)
   wait_for   asyncio.wait_for(gather_task, timeout) where gather_task is a
              task running gather (two hops)
+  nested     await run_all(tasks), a coroutine that awaits wait_all(), one
+             that gathers: the supervisor waits two coroutines deep
 
 Every handler's CPU time is in crunch(): a sample of it must read, root
 first, [task Task-* (main)], main, [task supervisor], supervisor,
 [task handler-N], handler, crunch (wait_for: [task gatherer], gatherer
-between supervisor and the handlers). Task names need 3.8+ (3.7 names
+between supervisor and the handlers; nested: supervisor;run_all;wait_all
+before the handler's marker). Task names need 3.8+ (3.7 names
 none: the markers are "Task-* (...)").
 """
 import asyncio
@@ -50,6 +53,14 @@ async def gatherer(tasks):
     await asyncio.gather(*tasks)
 
 
+async def wait_all(tasks):
+    await asyncio.gather(*tasks)
+
+
+async def run_all(tasks):
+    await wait_all(tasks)
+
+
 async def supervisor(mode, stop, n):
     if mode == "taskgroup":
         async with asyncio.TaskGroup() as tg:
@@ -61,6 +72,8 @@ async def supervisor(mode, stop, n):
         await asyncio.gather(*tasks)
     elif mode == "wait":
         await asyncio.wait(tasks)
+    elif mode == "nested":
+        await run_all(tasks)
     elif mode == "wait_for":
         await asyncio.wait_for(spawn(gatherer(tasks), "gatherer"), 3600)
     else:
