@@ -11,9 +11,11 @@
 # 3.7-3.13 present, TaskGroup from 3.11, asyncio.wait and wait_for (a task
 # between: two hops) on 3.8 and 3.13, nested (the supervisor suspended two
 # coroutines deep: run_all, wait_all shown) on 3.8, 3.10, 3.12, 3.13,
-# --mode wall on 3.12; Debian sid's 3.14 and 3.15 in their chroot
-# (tests/sid-common.sh; missing, those cases fail) with gather, TaskGroup,
-# wait, wait_for, nested and wall. One 3.12 profile
+# shared (each handler awaited by two tasks: its chain must end at
+# [awaited by ?], never under one of them; at least half the samples) on
+# 3.8 and 3.12, --mode wall on 3.12; Debian sid's 3.14 and 3.15 in their
+# chroot (tests/sid-common.sh; missing, those cases fail) with gather,
+# TaskGroup, wait, wait_for, nested, shared and wall. One 3.12 profile
 # taken without --async must fail the check (the check can fail); one 3.12
 # --async recording must replay to the live profile.
 set -u
@@ -54,16 +56,19 @@ run() {
 	py=$1 mode=$2
 	shift 2
 	ran=$((ran + 1))
-	hops=0 nested=
+	hops=0 extra=
 	[ "$mode" = wait_for ] && hops=1
-	[ "$mode" = nested ] && nested=--nested
+	[ "$mode" = nested ] && extra=--nested
+	# The point of shared is that no awaiter is guessed, not coverage.
+	[ "$mode" = shared ] && extra="--shared --min 0.5"
 	for attempt in 1 2; do
 		if ! profile "$py" "$mode" --async "$@"; then
 			echo "FAIL $py $mode $*: pyperf-pprof or the workload failed"
 			failed=1
 			return
 		fi
-		if "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" --hops $hops $nested "$work/p.folded" \
+		# shellcheck disable=SC2086
+		if "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" --hops $hops $extra "$work/p.folded" \
 			> "$work/out" 2>&1; then
 			echo "PASS $py $mode $*: $(cat "$work/out")"
 			return
@@ -82,6 +87,7 @@ for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
 	case $v in 3.11.*|3.12.*|3.13.*) run "$py" taskgroup ;; esac
 	case $v in 3.8.*|3.13.*) run "$py" wait; run "$py" wait_for ;; esac
 	case $v in 3.8.*|3.10.*|3.12.*|3.13.*) run "$py" nested ;; esac
+	case $v in 3.8.*|3.12.*) run "$py" shared ;; esac
 	case $v in 3.12.*) run "$py" gather --mode wall ;; esac
 done
 
@@ -121,7 +127,7 @@ else
 	sid_work=$(sid_workdir async)
 	sid_workloads=$(sid_path "$sid_work")/workloads
 	for sp in $SID_INTERPRETERS; do
-		for mode in gather taskgroup wait wait_for nested; do
+		for mode in gather taskgroup wait wait_for nested shared; do
 			run "sid:$sp" $mode
 		done
 		run "sid:$sp" gather --mode wall

@@ -6,6 +6,9 @@ format: root first, frames "name (file:line)", the count last).
              ([task gatherer];gatherer;) [task handler-N];handler;crunch
              (--nested: supervisor;run_all;wait_all;[task handler-N])
              and anything leafward of crunch (its native callees)
+  --shared   each handler is awaited by two tasks (waiter-a, waiter-b):
+             the chain must read [awaited by ?];[task handler-N];handler;
+             crunch, and no sample may show a handler under a waiter
   machinery  no sample with a [task ...] frame holds a frame of the event
              loop (run_forever, _run_once, Handle._run, run_until_complete,
              or any frame of asyncio's base_events.py, events.py,
@@ -50,6 +53,12 @@ def fn(name):
 LIB = r"(;[^;\[]* \([^;]*asyncio/[a-z_]+\.py:[0-9]+\))*"
 
 
+def shared_re():
+    """A handler awaited by two tasks: its chain ends at [awaited by ?]."""
+    return re.compile("^" + ";".join([r"\[awaited by \?\]", task("handler-[0-9]+"),
+                                       fn("handler"), fn("crunch")]) + "(;|$)")
+
+
 def chain_re(hops, nested):
     parts = [r"\[task Task-\* \(main\)\]", fn("main"), task("supervisor"), fn("supervisor")]
     if nested:
@@ -67,9 +76,10 @@ def main():
     ap.add_argument("--min", type=float, default=0.90)
     ap.add_argument("--hops", type=int, default=0, help="1: wait_for's gatherer task")
     ap.add_argument("--nested", action="store_true", help="the supervisor waits in run_all, wait_all")
+    ap.add_argument("--shared", action="store_true", help="handlers awaited by two tasks")
     ap.add_argument("folded")
     args = ap.parse_args()
-    want = chain_re(args.hops, args.nested)
+    want = shared_re() if args.shared else chain_re(args.hops, args.nested)
     total = chained = loop_any = bad = 0
     worst = None
     with open(args.folded) as f:
@@ -86,18 +96,22 @@ def main():
             if loop and any(fr.startswith("[task ") for fr in frames):
                 bad += n
                 worst = worst or names
+            # A guessed awaiter: a handler shown under one of its two.
+            if args.shared and re.search(r"\[task waiter-[ab]\][^\[]*;\[task handler", names):
+                bad += n
+                worst = worst or names
     if not total:
         print("FAIL: no samples")
         return 1
     share = chained / total
-    print("samples=%d chain=%.3f loop-machinery=%.3f task-stacks-with-loop=%d"
+    print("samples=%d chain=%.3f loop-machinery=%.3f bad-task-stacks=%d"
           % (total, share, loop_any / total, bad))
     ok = True
     if share < args.min:
         print("FAIL: %.3f of the samples show the chain, at least %.2f expected" % (share, args.min))
         ok = False
     if bad:
-        print("FAIL: %d samples with a task marker show loop machinery, e.g. %s" % (bad, worst[:400]))
+        print("FAIL: %d samples with a task marker show loop machinery (or, --shared, a guessed awaiter), e.g. %s" % (bad, worst[:400]))
         ok = False
     return 0 if ok else 1
 

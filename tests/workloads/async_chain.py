@@ -15,6 +15,9 @@ the loop, for SECONDS of wall time, by MODE:
              task running gather (two hops)
   nested     await run_all(tasks), a coroutine that awaits wait_all(), one
              that gathers: the supervisor waits two coroutines deep
+  shared     two tasks, waiter-a and waiter-b, each gather the handlers,
+             and the supervisor gathers the two: a handler has two
+             awaiters, so its chain cannot name one
 
 Every handler's CPU time is in crunch(): a sample of it must read, root
 first, [task Task-* (main)], main, [task supervisor], supervisor,
@@ -72,6 +75,9 @@ async def supervisor(mode, stop, n):
         await asyncio.gather(*tasks)
     elif mode == "wait":
         await asyncio.wait(tasks)
+    elif mode == "shared":
+        await asyncio.gather(spawn(gatherer(tasks), "waiter-a"),
+                             spawn(gatherer(tasks), "waiter-b"))
     elif mode == "nested":
         await run_all(tasks)
     elif mode == "wait_for":
