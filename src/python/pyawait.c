@@ -60,6 +60,8 @@
 #define TYPE_NAME_MAX	32
 #define NAME_MAX_READ	64
 #define RETRY_NS	100000000ull	/* no section yet: look again then */
+#define TASK_WORDS	32		/* a task's first words read at once
+					 * (pyasyncio_debug.c: fields within 256) */
 
 /* Object layouts the same in every GIL build 3.7 to 3.13 (gdb ptype/o of
  * the pyenv builds' libpython and _asyncio): FutureObj starts with its
@@ -184,15 +186,13 @@ static enum okind classify_uncached(const struct ctx *x, uint64_t type)
 	return OK_OTHER;
 }
 
-/* What the object at obj is, by its type (remembered per process). */
-static enum okind classify(const struct ctx *x, uint64_t obj)
+/* What an object of type type is (remembered per process). */
+static enum okind classify_type(const struct ctx *x, uint64_t type)
 {
 	struct awproc *ap = x->ap;
-	uint64_t type = obj && !(obj & 7) ?
-		py_read_ptr(x->t, obj + x->t->layout.code.ob_type) : 0;
 	enum okind k;
 
-	if (!type)
+	if (!type || (type & 7))
 		return OK_NONE;
 	for (int i = 0; i < NTYPES; i++)
 		if (ap->types[i].type == type)
@@ -205,13 +205,38 @@ static enum okind classify(const struct ctx *x, uint64_t obj)
 	return k;
 }
 
+/* What the object at obj is. */
+static enum okind classify(const struct ctx *x, uint64_t obj)
+{
+	return obj && !(obj & 7) ?
+		classify_type(x, py_read_ptr(x->t, obj + x->t->layout.code.ob_type)) : OK_NONE;
+}
+
+/* The first n words of the object at obj, in one read; w[OB_TYPE] is its
+ * type (a GIL build's header: the readers up to 3.13). 0 on success. */
+#define OB_TYPE		1
+static int obj_words(const struct ctx *x, uint64_t obj, uint64_t *w, size_t n)
+{
+	return !obj || (obj & 7) ? -1 : py_read(x->t, obj, w, n * 8);
+}
+
 /* The items of a tuple or list at obj (of kind k), at most max. */
 static int seq_items(const struct ctx *x, uint64_t obj, enum okind k, uint64_t *items,
 		     size_t max)
 {
 	int64_t n = -1;
-	uint64_t at = obj + SEQ_ITEMS;
+	uint64_t at = obj + SEQ_ITEMS, w[SEQ_ITEMS / 8 + MAX_CELLS];
 
+	/* A short tuple: its size and items in one read. */
+	if (k == OK_TUPLE && max <= MAX_CELLS &&
+	    py_read(x->t, obj + VAR_SIZE, w + VAR_SIZE / 8, 8 + max * 8) == 0) {
+		n = (int64_t)w[VAR_SIZE / 8];
+		if (n < 0)
+			return -1;
+		n = (uint64_t)n > max ? (int64_t)max : n;
+		memcpy(items, w + SEQ_ITEMS / 8, (size_t)n * 8);
+		return (int)n;
+	}
 	if (py_read(x->t, obj + VAR_SIZE, &n, sizeof(n)) || n < 0)
 		return -1;
 	if (k == OK_LIST && !(at = py_read_ptr(x->t, at)))
@@ -225,7 +250,8 @@ static int seq_items(const struct ctx *x, uint64_t obj, enum okind k, uint64_t *
 
 /* ---- 3.7 to 3.13: done-callbacks ------------------------------------- */
 
-static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, int hops, int *unknown);
+static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, const uint64_t *head, int hops,
+			   int *unknown);
 
 /* Is the builtin method cb asyncio's task_wakeup? */
 static int is_task_wakeup(const struct ctx *x, uint64_t cb)
@@ -246,7 +272,7 @@ static uint64_t via_held(const struct ctx *x, uint64_t cb, enum okind k, uint64_
 {
 	uint16_t off = k == OK_PARTIAL ? PARTIAL_ARGS :
 		       x->t->minor <= 9 ? FUNC_CLOSURE_39 : FUNC_CLOSURE;
-	uint64_t held = py_read_ptr(x->t, cb + off), v[MAX_CELLS], found = 0;
+	uint64_t held = py_read_ptr(x->t, cb + off), v[MAX_CELLS], found = 0, w[3];
 	int n;
 
 	if (!held || classify(x, held) != OK_TUPLE ||
@@ -255,15 +281,17 @@ static uint64_t via_held(const struct ctx *x, uint64_t cb, enum okind k, uint64_
 	for (int i = 0; i < n; i++) {
 		uint64_t o = v[i], p;
 
+		/* A cell: its header and ob_ref in one read. */
 		if (k == OK_FUNCTION)
-			o = classify(x, o) == OK_CELL ? py_read_ptr(x->t, o + CELL_REF) : 0;
+			o = obj_words(x, o, w, 3) == 0 && classify_type(x, w[OB_TYPE]) == OK_CELL ?
+			    w[CELL_REF / 8] : 0;
 		if (!o || o == fut || classify(x, o) != OK_FUTURE)
 			continue;
 		if (hops >= MAX_HOPS) {
 			*unknown = 1;
 			continue;
 		}
-		p = awaiter_cb(x, o, hops + 1, unknown);
+		p = awaiter_cb(x, o, NULL, hops + 1, unknown);
 		if (p && found && p != found)
 			*unknown = 1;
 		found = p ? p : found;
@@ -305,25 +333,30 @@ static uint64_t via_callback(const struct ctx *x, uint64_t cb, uint64_t fut, int
 	return 0;
 }
 
-/* The task fut's callbacks lead to (0: none, or *unknown: ambiguous). */
-static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, int hops, int *unknown)
+/* The task fut's callbacks lead to (0: none, or *unknown: ambiguous);
+ * head (NULL: read here): fut's first FUT_CALLBACKS / 8 + 1 words. */
+static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, const uint64_t *head, int hops,
+			   int *unknown)
 {
-	uint64_t cbs[MAX_CALLBACKS], found = 0, list;
+	uint64_t cbs[MAX_CALLBACKS], found = 0, list, w[FUT_CALLBACKS / 8 + 1];
 	int n = 0, m;
 
-	if ((cbs[0] = py_read_ptr(x->t, fut + FUT_CALLBACK0)))
+	if (!head && obj_words(x, fut, w, FUT_CALLBACKS / 8 + 1))
+		return 0;
+	head = head ? head : w;
+	if ((cbs[0] = head[FUT_CALLBACK0 / 8]) && !(cbs[0] & 7))
 		n = 1;
-	list = py_read_ptr(x->t, fut + FUT_CALLBACKS);
+	list = head[FUT_CALLBACKS / 8];
 	if (list && classify(x, list) == OK_LIST) {
 		uint64_t tuples[MAX_CALLBACKS];
 
 		m = seq_items(x, list, OK_LIST, tuples, MAX_CALLBACKS - (size_t)n);
 		for (int i = 0; i < m; i++) {
-			uint64_t cb[2];
+			uint64_t t[5];	/* header, size, (callback, context) */
 
-			if (classify(x, tuples[i]) == OK_TUPLE &&
-			    seq_items(x, tuples[i], OK_TUPLE, cb, 2) == 2)
-				cbs[n++] = cb[0];
+			if (obj_words(x, tuples[i], t, 5) == 0 &&
+			    classify_type(x, t[OB_TYPE]) == OK_TUPLE && t[2] == 2)
+				cbs[n++] = t[3];
 		}
 	}
 	for (int i = 0; i < n; i++) {
@@ -510,16 +543,23 @@ static void task_label(const struct ctx *x, uint64_t name, uint64_t coro, char *
 static int task_read(const struct ctx *x, struct tentry *e, const struct tentry *old)
 {
 	const struct pyasyncio_layout *l = x->l;
-	uint64_t task = e->task, coro, name = 0;
+	uint64_t task = e->task, coro, name = 0, w[TASK_WORDS];
+	size_t end = (l->task_name != NO16 && l->task_name > l->task_coro ?
+		      l->task_name : l->task_coro) + 8u;
 	int unknown = 0;
-	enum okind k = classify(x, task);
+	enum okind k;
 
+	/* The task's header, callbacks (up to 3.13), coroutine and name in
+	 * one read. */
 	e->ok = 0;
+	if (end > sizeof(w) || (end & 7) || obj_words(x, task, w, end / 8))
+		return -1;
+	k = classify_type(x, w[x->t->layout.code.ob_type / 8]);
 	if (k != OK_TASK)
 		return k == OK_NONE ? -1 : 0;
-	coro = py_read_ptr(x->t, task + l->task_coro);
+	coro = w[l->task_coro / 8];
 	if (l->task_name != NO16)
-		name = py_read_ptr(x->t, task + l->task_name);
+		name = w[l->task_name / 8];
 	if (!coro || classify(x, coro) != OK_CORO)
 		return 0;
 	if (old && old->ok && old->name == name && old->coro == coro)
@@ -530,7 +570,7 @@ static int task_read(const struct ctx *x, struct tentry *e, const struct tentry 
 	e->coro = coro;
 	coro_frames(x, coro, &e->link);
 	e->parent = l->task_awaited_by ? awaiter_ab(x, task, 0, &unknown) :
-					 awaiter_cb(x, task, 0, &unknown);
+					 awaiter_cb(x, task, w, 0, &unknown);
 	e->end = unknown ? PYAWAIT_UNKNOWN : PYAWAIT_ROOT;
 	e->ok = 1;
 	return 0;
