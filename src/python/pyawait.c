@@ -220,7 +220,9 @@ static int obj_words(const struct ctx *x, uint64_t obj, uint64_t *w, size_t n)
 	return !obj || (obj & 7) ? -1 : py_read(x->t, obj, w, n * 8);
 }
 
-/* The items of a tuple or list at obj (of kind k), at most max. */
+/* The items of a tuple or list at obj (of kind k) into items, at most
+ * max; returns how many it has (more than max: some not read), -1 if
+ * unreadable. */
 static int seq_items(const struct ctx *x, uint64_t obj, enum okind k, uint64_t *items,
 		     size_t max)
 {
@@ -233,17 +235,14 @@ static int seq_items(const struct ctx *x, uint64_t obj, enum okind k, uint64_t *
 		n = (int64_t)w[VAR_SIZE / 8];
 		if (n < 0)
 			return -1;
-		n = (uint64_t)n > max ? (int64_t)max : n;
-		memcpy(items, w + SEQ_ITEMS / 8, (size_t)n * 8);
-		return (int)n;
+		memcpy(items, w + SEQ_ITEMS / 8, ((uint64_t)n > max ? max : (size_t)n) * 8);
+		return n > INT32_MAX ? -1 : (int)n;
 	}
 	if (py_read(x->t, obj + VAR_SIZE, &n, sizeof(n)) || n < 0)
 		return -1;
 	if (k == OK_LIST && !(at = py_read_ptr(x->t, at)))
 		return n ? -1 : 0;
-	if ((uint64_t)n > max)
-		n = (int64_t)max;
-	if (n && py_read(x->t, at, items, (size_t)n * 8))
+	if (n > INT32_MAX || (n && py_read(x->t, at, items, ((uint64_t)n > max ? max : (size_t)n) * 8)))
 		return -1;
 	return (int)n;
 }
@@ -278,6 +277,10 @@ static uint64_t via_held(const struct ctx *x, uint64_t cb, enum okind k, uint64_
 	if (!held || classify(x, held) != OK_TUPLE ||
 	    (n = seq_items(x, held, OK_TUPLE, v, MAX_CELLS)) < 0)
 		return 0;
+	if (n > MAX_CELLS) {	/* what the rest holds is not known */
+		*unknown = 1;
+		n = MAX_CELLS;
+	}
 	for (int i = 0; i < n; i++) {
 		uint64_t o = v[i], p;
 
@@ -351,6 +354,10 @@ static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, const uint64_t *he
 		uint64_t tuples[MAX_CALLBACKS];
 
 		m = seq_items(x, list, OK_LIST, tuples, MAX_CALLBACKS - (size_t)n);
+		if (m > MAX_CALLBACKS - n) {	/* callbacks not looked at */
+			*unknown = 1;
+			m = MAX_CALLBACKS - n;
+		}
 		for (int i = 0; i < m; i++) {
 			uint64_t t[5];	/* header, size, (callback, context) */
 
@@ -373,14 +380,15 @@ static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, const uint64_t *he
 
 /* The live keys of the set at set, at most max (PySetObject: fill, used,
  * mask, table after the header; entries of key and hash; a dummy key has
- * hash -1). */
+ * hash -1); -1 when unreadable or when some are beyond the entries read. */
 static int set_keys(const struct ctx *x, uint64_t set, uint64_t *keys, size_t max)
 {
-	int64_t mask = -1;
+	int64_t sz[3] = { -1, -1, -1 };	/* fill, used, mask */
 	uint64_t table = py_read_ptr(x->t, set + x->hdr + 24u), ent[2 * MAX_SET];
+	int64_t mask;
 	size_t n, k = 0;
 
-	if (!table || py_read(x->t, set + x->hdr + 16u, &mask, sizeof(mask)) || mask < 0)
+	if (!table || py_read(x->t, set + x->hdr, sz, sizeof(sz)) || (mask = sz[2]) < 0)
 		return -1;
 	n = (uint64_t)mask + 1 < MAX_SET ? (size_t)mask + 1 : MAX_SET;
 	if (py_read(x->t, table, ent, n * 16))
@@ -388,7 +396,7 @@ static int set_keys(const struct ctx *x, uint64_t set, uint64_t *keys, size_t ma
 	for (size_t i = 0; i < n && k < max; i++)
 		if (ent[2 * i] && (int64_t)ent[2 * i + 1] != -1)
 			keys[k++] = ent[2 * i];
-	return (int)k;
+	return (int64_t)k < sz[1] ? -1 : (int)k;
 }
 
 static uint64_t awaiter_ab(const struct ctx *x, uint64_t fut, int hops, int *unknown)
