@@ -13,7 +13,8 @@
 # coroutines deep: run_all, wait_all shown) on 3.8, 3.10, 3.12, 3.13,
 # shared (each handler awaited by two tasks: its chain must end at
 # [awaited by ?], never under one of them; at least half the samples) on
-# 3.8 and 3.12, --mode wall on 3.12; Debian sid's 3.14 and 3.15 in their
+# 3.8 and 3.12, --mode wall on 3.12; Debian's stripped 3.11 (gather,
+# nested); Debian sid's 3.14 and 3.15 in their
 # chroot (tests/sid-common.sh; missing, those cases fail) with gather,
 # TaskGroup, wait, wait_for, nested, shared and wall. One 3.12 profile
 # taken without --async must fail the check (the check can fail); one 3.12
@@ -90,6 +91,12 @@ for v in 3.7.16 3.8.18 3.9.18 3.10.13 3.11.7 3.12.1 3.13.0; do
 	case $v in 3.8.*|3.12.*) run "$py" shared ;; esac
 	case $v in 3.12.*) run "$py" gather --mode wall ;; esac
 done
+if [ -x /usr/bin/python3.11 ]; then
+	run /usr/bin/python3.11 gather
+	run /usr/bin/python3.11 nested
+else
+	echo "SKIP /usr/bin/python3.11: not present"
+fi
 
 # The check fails a profile without the feature; a recording of an
 # --async run replays to the same stacks (every read went through the
