@@ -614,15 +614,21 @@ static int proc_layout(struct pyawait_cache *c, const struct py_target *t,
 	if (t->layout.asyncio_kind != PY_ASYNCIO_SECTION || now < ap->retry_ns)
 		return -1;
 	ap->retry_ns = now + RETRY_NS;
+	/* Not found (asyncio not imported yet) or unreadable: again later. */
 	r = pyasyncio_debug_read(t, sec, sizeof(sec), &n);
-	if (r == 1)
+	if (r)
 		return -1;
-	if (r < 0 || pyasyncio_debug_parse(sec, n, &t->layout, &ap->l, err, sizeof(err))) {
+	if (pyasyncio_debug_parse(sec, n, &t->layout, &ap->l, err, sizeof(err))) {
 		c->st.refusals++;
 		ap->state = -1;
-		if (r == 0)
-			fprintf(stderr, "pyperf-pprof: no --async stacks for pid %d: %s\n",
-				t->pid, err);
+		fprintf(stderr, "pyperf-pprof: no --async stacks for pid %d: %s\n", t->pid, err);
+		return -1;
+	}
+	if (!ap->l.task_awaited_by) {
+		c->st.refusals++;
+		ap->state = -1;
+		fprintf(stderr, "pyperf-pprof: no --async stacks for pid %d: its AsyncioDebug section gives no plausible task_awaited_by\n",
+			t->pid);
 		return -1;
 	}
 	ap->state = 1;
