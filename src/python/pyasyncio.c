@@ -722,8 +722,10 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 
 		if (!r->task || !in_stack(r->code, codes, n))
 			continue;
-		if (found && strcmp(found, r->label))
+		if (found && strcmp(found, r->label)) {
+			*task = 0;
 			return NULL;
+		}
 		*task = found && *task != r->task ? 0 : r->task;
 		if (found && !*task)
 			break;

@@ -55,6 +55,8 @@
 #define MAX_CALLBACKS	16	/* a future's done-callbacks looked at */
 #define MAX_CELLS	8	/* closure cells or partial arguments looked at */
 #define MAX_HOPS	4	/* futures between a task and its awaiter */
+#define MAX_FUTURES	16	/* futures looked at for one task's awaiter: the
+				 * bound on the fan-out of the hops */
 #define MAX_SET		32	/* entries of an awaited_by set read */
 #define MAX_STACK	(1 << 20)	/* a frame's value stack depth, at most */
 #define TYPE_NAME_MAX	32
@@ -125,6 +127,8 @@ struct ctx {
 	struct awproc *ap;
 	const struct pyasyncio_layout *l;
 	uint16_t hdr;			/* object header bytes (ob_type + 8) */
+	int *budget;			/* futures still to look at for the
+					 * awaiter of one task */
 };
 
 /* ---- types ----------------------------------------------------------- */
@@ -344,6 +348,10 @@ static uint64_t awaiter_cb(const struct ctx *x, uint64_t fut, const uint64_t *he
 	uint64_t cbs[MAX_CALLBACKS], found = 0, list, w[FUT_CALLBACKS / 8 + 1];
 	int n = 0, m;
 
+	if (--*x->budget < 0) {
+		*unknown = 1;
+		return 0;
+	}
 	if (!head && obj_words(x, fut, w, FUT_CALLBACKS / 8 + 1))
 		return 0;
 	head = head ? head : w;
@@ -408,6 +416,10 @@ static uint64_t awaiter_ab(const struct ctx *x, uint64_t fut, int hops, int *unk
 
 	if (!ab)
 		return 0;
+	if (--*x->budget < 0) {
+		*unknown = 1;
+		return 0;
+	}
 	if (py_read(x->t, fut + l->task_awaited_by_is_set, &is_set, 1)) {
 		*unknown = 1;
 		return 0;
@@ -552,6 +564,8 @@ static int task_read(const struct ctx *x, struct tentry *e, const struct tentry 
 {
 	const struct pyasyncio_layout *l = x->l;
 	uint64_t task = e->task, coro, name = 0, w[TASK_WORDS];
+	int budget = MAX_FUTURES;
+	struct ctx y = *x;
 	size_t end = (l->task_name != NO16 && l->task_name > l->task_coro ?
 		      l->task_name : l->task_coro) + 8u;
 	int unknown = 0;
@@ -577,8 +591,9 @@ static int task_read(const struct ctx *x, struct tentry *e, const struct tentry 
 	e->name = name;
 	e->coro = coro;
 	coro_frames(x, coro, &e->link);
-	e->parent = l->task_awaited_by ? awaiter_ab(x, task, 0, &unknown) :
-					 awaiter_cb(x, task, w, 0, &unknown);
+	y.budget = &budget;
+	e->parent = l->task_awaited_by ? awaiter_ab(&y, task, 0, &unknown) :
+					 awaiter_cb(&y, task, w, 0, &unknown);
 	e->end = unknown ? PYAWAIT_UNKNOWN : PYAWAIT_ROOT;
 	e->ok = 1;
 	return 0;
