@@ -36,7 +36,7 @@ MIN_ALL=${ASYNC_MIN_ALL:-0.75}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
 command -v "$GO" >/dev/null 2>&1 || { echo "SKIP: no go (go tool pprof reads the profiles)"; exit 77; }
 work=$(mktemp -d /tmp/pyperf-async.XXXXXX)
-export HOME=$work
+export HOME="$work"
 . "$TOP_SRCDIR/tests/sid-common.sh"
 sid_work=
 pid=
