@@ -48,6 +48,12 @@ static void usage(FILE *f)
 "      --mode MODE          cpu (default): time on the CPU; wall: also time\n"
 "                           off it (sleep, I/O, locks, GIL), every thread\n"
 "      --gil                only samples of threads holding the GIL\n"
+"      --async              asyncio: a running task's stack ends, in place of\n"
+"                           the event loop's frames, with a [task NAME] frame\n"
+"                           and the await chain above it: where the task\n"
+"                           that awaits it waits (gather, TaskGroup, wait,\n"
+"                           wait_for, await task), its [task NAME], and so\n"
+"                           on up to the root task\n"
 "      --ringbuf-size BYTES BPF ring buffer size (default: 100 ms of records\n"
 "                           at the sampling rate on every CPU, 2 to 16 MiB)\n"
 "      --no-native          Python frames only: do not copy and unwind the\n"
@@ -140,7 +146,7 @@ static char *join_argv(int argc, char **argv)
 	return s;
 }
 
-enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY, OPT_ALL_NATIVE, OPT_KERNEL, OPT_UNWIND };
+enum { OPT_VERSION = 256, OPT_MODE, OPT_GIL, OPT_INTERVAL, OPT_KEEP, OPT_SUBPROCESSES, OPT_FORMAT, OPT_RINGBUF, OPT_NATIVE, OPT_NO_NATIVE, OPT_STACK_BYTES, OPT_RECORD, OPT_REPLAY, OPT_ALL_NATIVE, OPT_KERNEL, OPT_UNWIND, OPT_ASYNC };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -160,6 +166,7 @@ static const struct option long_opts[] = {
 	{ "no-native", no_argument, NULL, OPT_NO_NATIVE },
 	{ "all-native", no_argument, NULL, OPT_ALL_NATIVE },
 	{ "kernel", no_argument, NULL, OPT_KERNEL },
+	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "record", required_argument, NULL, OPT_RECORD },
@@ -260,6 +267,9 @@ static int handle_opt(int c, struct config *cfg)
 		return 0;
 	case OPT_KERNEL:
 		cfg->kernel = 1;
+		return 0;
+	case OPT_ASYNC:
+		cfg->async_stacks = 1;
 		return 0;
 	case OPT_STACK_BYTES:
 		if (parse_u64("--stack-bytes", optarg, &v))

@@ -35,6 +35,7 @@ struct config {
 	const char *replay;		/* --replay FILE: profile a recording, offline */
 	int all_native;			/* --all-native: no native frame filter */
 	int kernel;			/* --kernel: kernel stacks of samples in the kernel */
+	int async_stacks;		/* --async: asyncio tasks' await chains as frames */
 };
 
 enum out_format { FORMAT_PPROF = 0, FORMAT_COLLAPSED };

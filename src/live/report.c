@@ -86,6 +86,17 @@ static void print_task_stats(const struct report_view *v)
 		" lookups=%" PRIu64 " mismatches=%" PRIu64 " evictions=%" PRIu64
 		" refusals=%" PRIu64 "\n", a.labelled, a.hits, a.lookups, a.mismatches,
 		a.evictions, a.refusals);
+	if (v->sink->awaits) {
+		struct pyawait_stats w;
+
+		pyawait_get_stats(v->sink->awaits, &w);
+		fprintf(stderr, "pyperf-pprof: --async: stacks=%" PRIu64 " unmatched=%" PRIu64
+			" chains=%" PRIu64 " task reads=%" PRIu64 " hits=%" PRIu64
+			" gone=%" PRIu64 " awaiter unknown=%" PRIu64 " failed=%" PRIu64
+			" refusals=%" PRIu64 "\n",
+			v->sink->n.async_stacks, v->sink->n.async_unmatched, w.chains, w.reads,
+			w.hits, w.gone, w.unknown, w.failed, w.refusals);
+	}
 }
 
 /* Objects whose native frames mostly stay unnamed: what to install. */

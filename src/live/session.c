@@ -802,6 +802,7 @@ static int start_pipeline(struct session *s)
 		.frequency = cfg->frequency, .stack_bytes = cfg->stack_bytes,
 		.all_native = cfg->all_native, .hw_cycles = s->bpf.hw_cycles, .wall = cfg->wall,
 		.gil_only = cfg->gil_only, .cmdline = cfg->cmdline, .host = cfg->all,
+		.async_stacks = cfg->async_stacks,
 	};
 	struct pipeline_io io = {
 		.write = session_write, .find = find_target, .ctx = s, .ksym = s->ksym,

@@ -90,6 +90,8 @@ struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeli
 	k->tasks = pyasyncio_cache_new(PIPELINE_TASKCACHE);
 	if (!k->prof || !k->syms || !k->threads || !k->tasks)
 		goto fail;
+	if (c->async_stacks && !(k->awaits = pyawait_cache_new(PIPELINE_AWAITCACHE)))
+		goto fail;
 	k->ksym = io->ksym;
 	k->objs = io->objs;
 	k->clock = io->clock;
@@ -124,6 +126,7 @@ void pipeline_free(struct pipeline *p)
 	pysym_cache_free(k->syms);
 	pythread_cache_free(k->threads);
 	pyasyncio_cache_free(k->tasks);
+	pyawait_cache_free(k->awaits);
 	unwind_ctx_free(k->unw);
 	free(k->full);
 	nsym_ctx_free(k->nsym);
@@ -157,6 +160,8 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t)
 	pysym_forget_pid(k->syms, t->pid);
 	pythread_forget_pid(k->threads, t->pid);
 	pyasyncio_forget_pid(k->tasks, t->pid);
+	if (k->awaits)
+		pyawait_forget_pid(k->awaits, t->pid);
 	if (k->objs)
 		objcache_forget_pid(k->objs, t->pid);
 }

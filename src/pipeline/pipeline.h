@@ -24,6 +24,7 @@
 #define PIPELINE_SYMCACHE	16384		/* code objects cached, when not given */
 #define PIPELINE_THREADCACHE	8192		/* thread names cached, when not given */
 #define PIPELINE_TASKCACHE	2048		/* threads whose asyncio task is kept */
+#define PIPELINE_AWAITCACHE	4096		/* --async: tasks whose awaiter is kept */
 #define PIPELINE_HOLD_BYTES	(32u << 20)	/* a profile kept over failed writes,
 						 * at most (profile_bytes), when not given */
 
@@ -37,6 +38,7 @@ struct pipeline_conf {
 	int hw_cycles;			/* sampling hardware cycles, not time */
 	int wall;			/* --mode wall: off-CPU time too */
 	int gil_only;
+	int async_stacks;		/* --async: await chains in task stacks */
 	int host;			/* every Python process of the host */
 	uint32_t symcache_entries;	/* 0: PIPELINE_SYMCACHE */
 	uint32_t threadcache_entries;	/* 0: PIPELINE_THREADCACHE */

@@ -6,6 +6,8 @@
  */
 #include "sample.h"
 
+#include "asyncstack.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,7 @@ static size_t cut_walk(struct sample_sink *k, size_t n, int after_one)
 		return 0;
 	k->pyentry[n] = 1;
 	k->pygroup[n] = k->group;
+	k->pycode[n] = 0;
 	k->pyloc[n++] = loc;
 	return n;
 }
@@ -78,6 +81,7 @@ static int unreadable_frame(struct sample_sink *k, size_t *n, int entry, int aft
 		return -1;
 	k->pyentry[*n] = entry;
 	k->pygroup[*n] = k->group;
+	k->pycode[*n] = 0;
 	k->pyloc[(*n)++] = loc;
 	return 0;
 }
@@ -140,6 +144,7 @@ keep:
 	*bad = 0;
 	k->pyentry[n] = (f->flags & FRAME_F_ENTRY) != 0;
 	k->pygroup[n] = k->group;
+	k->pycode[n] = f->code;
 	k->pyloc[n] = loc;
 	*np = n + 1;
 	return 0;
@@ -949,11 +954,41 @@ void sample_precheck_end(struct sample_sink *k)
 		pysym_check_end(k->syms);
 }
 
+/*
+ * --async: the stack locs[0..n) of a sample that ran the task object
+ * task (np Python frames in k->pyloc) with the loop's machinery replaced
+ * by the task's await chain. Returns the new count; n unchanged when the
+ * chain cannot be read or the stack does not hold the task's coroutine.
+ */
+static size_t async_stack(struct sample_sink *k, const struct py_target *t, size_t n,
+			  size_t np, uint64_t task, uint64_t now_ns)
+{
+	struct asyncstack_ctx a = { .prof = k->prof, .syms = k->syms, .t = t };
+	const size_t cap = sizeof(k->locs) / sizeof(k->locs[0]);
+	long cut;
+	size_t m;
+
+	if (pyawait_chain(k->awaits, t, task, now_ns, &k->chain) || !k->chain.l[0].nframes)
+		return n;
+	cut = asyncstack_cut(k->locs, n, k->pyloc, k->pycode, np, k->chain.l[0].f[0].code);
+	if (cut < 0) {
+		k->n.async_unmatched++;
+		return n;
+	}
+	a.mid = interpreter_mapping(k, t);
+	m = asyncstack_apply(&a, k->locs, n, cap, (size_t)cut, &k->chain);
+	if (!m)
+		return n;
+	k->n.async_stacks++;
+	return m;
+}
+
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size)
 {
 	const struct py_sample *s = rec;
 	const char *tname = NULL, *task = NULL;
+	uint64_t task_obj = 0;
 	char comm[PYPERF_COMM_LEN + 1];
 	size_t n = 0, np = 0, nn;
 	int cut;
@@ -1019,8 +1054,10 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 		tname = "MainThread";
 	/* python_frames() left the frames' code objects in k->codes. */
 	if (k->tasks && s->h.tstate)
-		task = pyasyncio_cache_task(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
-					    s->h.nframes, s->h.time_ns);
+		task = pyasyncio_cache_task_at(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
+					       s->h.nframes, s->h.time_ns, &task_obj);
+	if (k->awaits && task_obj)
+		n = async_stack(k, t, n, np, task_obj, s->h.time_ns);
 	if (offcpu_first(k, t, s, n, tname ? tname : comm, task))
 		return -1;
 	if (s->h.flags & SAMPLE_F_OFFCPU) {

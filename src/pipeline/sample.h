@@ -19,6 +19,7 @@
 #include "pysym.h"
 #include "pythread.h"
 #include "pyasyncio.h"
+#include "pyawait.h"
 #include "pyversion.h"
 
 struct sample_counts {
@@ -39,6 +40,9 @@ struct sample_counts {
 	uint64_t trampolines;	/* CPython perf trampoline frames hidden */
 	uint64_t offcpu_dropped;	/* wall mode: more threads off CPU than OFFCPU_MAX */
 	uint64_t kernel_stacks;		/* --kernel: samples with kernel frames */
+	uint64_t async_stacks;		/* --async: stacks given their await chain */
+	uint64_t async_unmatched;	/* ... whose stack did not hold the task's
+					 * coroutine (left as sampled) */
 	uint64_t record_bytes;		/* bytes of all records received */
 	uint64_t native_not_loaded;	/* --unwind kernel: the walk met a mapping
 					 * not loaded yet; the stack is marked */
@@ -110,6 +114,8 @@ struct sample_sink {
 	struct pysym_cache *syms;
 	struct pythread_cache *threads;		/* Python thread names */
 	struct pyasyncio_cache *tasks;		/* asyncio task labels; NULL: none */
+	struct pyawait_cache *awaits;		/* --async: await chains; NULL: off */
+	struct pyawait_chain chain;		/* scratch of async_stack() */
 	struct sample_counts n;
 	struct objcache *objs;			/* native objects of unw and nsym */
 	struct unwind_ctx *unw;			/* NULL: Python frames only */
@@ -135,6 +141,7 @@ struct sample_sink {
 	/* Scratch reused by every sample: no per-sample allocation. */
 	uint64_t locs[PYPERF_MAX_FRAMES + UNWIND_MAX_FRAMES + 4];
 	uint64_t pyloc[PYPERF_MAX_FRAMES];
+	uint64_t pycode[PYPERF_MAX_FRAMES];	/* each pyloc's code object; 0: none */
 	uint64_t codes[PYPERF_MAX_FRAMES];
 	uint8_t pyentry[PYPERF_MAX_FRAMES];
 	uint32_t pygroup[PYPERF_MAX_FRAMES];	/* eval-loop group of each */

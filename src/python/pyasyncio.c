@@ -698,17 +698,21 @@ static int in_stack(uint64_t code, const uint64_t *codes, size_t n)
 	return 0;
 }
 
-/* The label e gives a stack running codes, or NULL. */
+/* The label e gives a stack running codes, or NULL; *task the task's
+ * object, 0 when tasks of one label match and which ran is not known. */
 static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
-			  const uint64_t *codes, size_t n)
+			  const uint64_t *codes, size_t n, uint64_t *task)
 {
 	const char *found = NULL;
 
+	*task = 0;
 	if (e->cur >= 0) {
 		const struct recent *r = &e->recent[e->cur];
 
-		if (!r->code || in_stack(r->code, codes, n))
+		if (!r->code || in_stack(r->code, codes, n)) {
+			*task = r->task;
 			return r->label;
+		}
 		c->st.mismatches++;
 	}
 	/* Taken while an earlier task ran: one of the last few, if only
@@ -718,8 +722,13 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 
 		if (!r->task || !in_stack(r->code, codes, n))
 			continue;
-		if (found && strcmp(found, r->label))
+		if (found && strcmp(found, r->label)) {
+			*task = 0;
 			return NULL;
+		}
+		*task = found && *task != r->task ? 0 : r->task;
+		if (found && !*task)
+			break;
 		found = r->label;
 	}
 	return found;
@@ -754,15 +763,16 @@ static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 	}
 }
 
-const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_target *t,
-				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
-				 size_t ncodes, uint64_t now_ns)
+const char *pyasyncio_cache_task_at(struct pyasyncio_cache *c, const struct py_target *t,
+				    uint32_t tid, uint64_t tstate, const uint64_t *codes,
+				    size_t ncodes, uint64_t now_ns, uint64_t *task)
 {
 	const struct pyasyncio_layout *l = layout_of(t);
 	struct tentry *e;
 	const char *label;
 	int fresh = 0;
 
+	*task = 0;
 	if (!l || !tstate || !tid || !t->pid)
 		return NULL;
 	if (!now_ns)
@@ -775,15 +785,24 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 		refresh(c, t, l, e, tstate, now_ns);
 		fresh = 1;
 	}
-	label = choose(c, e, codes, ncodes);
+	label = choose(c, e, codes, ncodes, task);
 	/* A cached task that does not match the stack may be stale when
 	 * records queue up (a loaded machine): read once more, so the task
 	 * that ran enters the recent ones, before giving up the label. */
 	if (!label && !fresh) {
 		refresh(c, t, l, e, tstate, now_ns);
-		label = choose(c, e, codes, ncodes);
+		label = choose(c, e, codes, ncodes, task);
 	}
 	if (label)
 		c->st.labelled++;
 	return label;
+}
+
+const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_target *t,
+				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
+				 size_t ncodes, uint64_t now_ns)
+{
+	uint64_t task;
+
+	return pyasyncio_cache_task_at(c, t, tid, tstate, codes, ncodes, now_ns, &task);
 }

@@ -82,4 +82,11 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 				 uint32_t tid, uint64_t tstate, const uint64_t *codes,
 				 size_t ncodes, uint64_t now_ns);
 
+/* The same, and in *task the task object the label names (0 when there
+ * is no label, or tasks of that label ran and which one is not known):
+ * what --async starts a sample's await chain from (pyawait.h). */
+const char *pyasyncio_cache_task_at(struct pyasyncio_cache *c, const struct py_target *t,
+				    uint32_t tid, uint64_t tstate, const uint64_t *codes,
+				    size_t ncodes, uint64_t now_ns, uint64_t *task);
+
 #endif /* PYASYNCIO_H */

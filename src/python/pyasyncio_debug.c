@@ -148,6 +148,15 @@ int pyasyncio_debug_parse(const uint8_t *sec, size_t len, const struct py_layout
 	l.task_coro = (uint16_t)v[TASK_CORO];
 	l.task_name = (uint16_t)v[TASK_NAME];
 	l.ts_task = (uint16_t)v[TS_RUNNING_TASK];
+	/* The await graph (--async, pyawait.c, which refuses a layout
+	 * without it); a char each for the flags. Not the labels' concern. */
+	if (v[TASK_AWAITED_BY] && !(v[TASK_AWAITED_BY] % 8) &&
+	    v[TASK_AWAITED_BY] + 8 <= v[TASK_SIZE] && v[TASK_IS_TASK] < v[TASK_SIZE] &&
+	    v[TASK_AWAITED_BY_IS_SET] < v[TASK_SIZE]) {
+		l.task_awaited_by = (uint16_t)v[TASK_AWAITED_BY];
+		l.task_awaited_by_is_set = (uint16_t)v[TASK_AWAITED_BY_IS_SET];
+		l.task_is_task = (uint16_t)v[TASK_IS_TASK];
+	}
 	if (pyasyncio_debug_derive(pl, &l, err, errlen))
 		return -1;
 	*out = l;

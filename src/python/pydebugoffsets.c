@@ -95,6 +95,9 @@ static const struct need optional_needs[] = {
 	{ "gen_object", "gi_name", 8, 0, L(gen_name) },
 	{ "gen_object", "gi_iframe", 8, 0, L(gen_iframe) },
 	{ "interpreter_frame", "localsplus", 8, 0, L(frame_localsplus) },
+	/* What a suspended coroutine awaits (--async, pyawait.c; 3.14+). */
+	{ "gen_object", "gi_frame_state", 1, 0, L(gen_frame_state) },
+	{ "interpreter_frame", "stackpointer", 8, 0, L(frame_stackpointer) },
 };
 
 /* Needed where the row says there are per-thread bytecode copies (the

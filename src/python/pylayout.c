@@ -236,6 +236,7 @@ static void apply_row(const struct py_row *r, struct py_layout *l)
 	l->gil.enabled = NO16;
 	l->interp_size = l->tstate_size = 0;
 	l->gen_name = l->gen_iframe = l->frame_localsplus = NO16;
+	l->gen_frame_state = l->frame_stackpointer = NO16;
 	l->walk.entry_kind = r->entry_kind;
 	l->walk.owner_shim = r->owner_shim;
 	l->walk.frame_tlbc_index = NO16;

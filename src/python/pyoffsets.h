@@ -196,6 +196,10 @@ struct pyasyncio_layout {
 	/* 3.14+ only (src/python/pyasyncio_debug.c); 0 in the DWARF rows: */
 	uint16_t ts_task;	/* _PyThreadStateImpl.asyncio_running_task */
 	uint16_t type_basicsize;	/* PyTypeObject.tp_basicsize */
+	uint16_t task_awaited_by;	/* FutureObj/TaskObj.*_awaited_by: who
+					 * awaits it, a future or a set */
+	uint16_t task_awaited_by_is_set;	/* char: awaited_by is a set */
+	uint16_t task_is_task;	/* char: the future is a Task */
 	int free_threaded;	/* a Py_GIL_DISABLED build's row */
 };
 
@@ -227,6 +231,8 @@ struct py_layout {
 	uint16_t gen_name;		/* PyGenObject.gi_name */
 	uint16_t gen_iframe;		/* PyGenObject.gi_iframe */
 	uint16_t frame_localsplus;	/* _PyInterpreterFrame.localsplus */
+	uint16_t gen_frame_state;	/* PyGenObject.gi_frame_state (int8) */
+	uint16_t frame_stackpointer;	/* _PyInterpreterFrame.stackpointer */
 	struct py_walk_offsets walk;
 	struct py_code_offsets code;
 	struct py_gil_offsets gil;

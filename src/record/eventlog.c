@@ -13,7 +13,8 @@ static void log_start(void *ctx, const struct pipeline_conf *c, int64_t wall_ns,
 		.sample_period = c->sample_period, .frequency = c->frequency,
 		.stack_bytes = c->stack_bytes,
 		.flags = (c->hw_cycles ? REC_META_HW_CYCLES : 0) | (c->wall ? REC_META_WALL : 0) |
-			 (c->gil_only ? REC_META_GIL_ONLY : 0) | (c->host ? REC_META_HOST : 0),
+			 (c->gil_only ? REC_META_GIL_ONLY : 0) | (c->host ? REC_META_HOST : 0) |
+			 (c->async_stacks ? REC_META_ASYNC : 0),
 		.symcache_entries = c->symcache_entries,
 		.threadcache_entries = c->threadcache_entries,
 		.time_nanos = wall_ns, .start_mono_ns = mono_ns, .cmdline = (char *)c->cmdline,

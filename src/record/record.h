@@ -102,6 +102,7 @@ enum rec_type {
 #define REC_META_WALL		2u
 #define REC_META_GIL_ONLY	4u
 #define REC_META_HOST		8u	/* every Python process of the host */
+#define REC_META_ASYNC		16u	/* --async */
 #define REC_MAX_STATS		PIPELINE_MAX_STATS
 
 struct rec_meta {

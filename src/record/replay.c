@@ -262,6 +262,7 @@ static struct pipeline *setup(struct replayer *rp, int all_native)
 		.stack_bytes = m->stack_bytes, .all_native = all_native, .hw_cycles = !!(m->flags & REC_META_HW_CYCLES),
 		.wall = !!(m->flags & REC_META_WALL), .gil_only = !!(m->flags & REC_META_GIL_ONLY),
 		.host = !!(m->flags & REC_META_HOST),
+		.async_stacks = !!(m->flags & REC_META_ASYNC),
 		.symcache_entries = m->symcache_entries,	/* 0: the defaults */
 		.threadcache_entries = m->threadcache_entries,
 		.cmdline = m->cmdline,
