@@ -75,10 +75,11 @@ run() {
 	# The point of shared is that no awaiter is guessed, not coverage.
 	[ "$mode" = shared ] && extra="--shared --min-all 0.5"
 	for attempt in 1 2; do
+		# Under load the profiler's start-up (BPF verifier, tables) may
+		# outlast the workload: an empty run is retried as well.
 		if ! profile "$py" "$mode" --async "$@"; then
-			echo "FAIL $py $mode $*: pyperf-pprof or the workload failed"
-			failed=1
-			return
+			echo "attempt $attempt: pyperf-pprof or the workload failed"
+			continue
 		fi
 		# shellcheck disable=SC2086
 		if PYTHONPATH="$TOP_SRCDIR/tests" "$PYTHON3" "$TOP_SRCDIR/tests/check_async.py" \
