@@ -217,7 +217,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 			fprintf(stderr, "pyperf-pprof: pid %d: perf trampoline template: %s, %u bytes, %u rules\n",
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
 		bpf_attach_target(&s->bpf, t, 1);
-		if (s->kt)
+		if (s->kt && (!t->forked_from ||
+			      ktables_copy_pid(s->kt, t->forked_from, t->pid, mono_ns())))
 			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), KT_FORCE);
 		if (s->pl)	/* else when the pipeline starts */
 			snapshot_blocked(s, t, mono_ns());

@@ -204,6 +204,19 @@ static void adopt_children(struct target_set *ts, pid_t pid)
 	closedir(dir);
 }
 
+/* t becomes a target. 0. */
+static int attach(struct target_set *ts, struct py_target *t)
+{
+	index_add(ts, t->pid, ts->n);
+	ts->v[ts->n++] = t;
+	ts->added++;
+	if (ts->cb)
+		ts->cb(ts->ctx, t, 1);
+	if ((ts->all || ts->children) && !ts->adopting)
+		adopt_children(ts, t->pid);
+	return 0;
+}
+
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
 	struct py_target *t;
@@ -235,14 +248,31 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 		return -1;
 	}
 	locate_gil(t);
-	index_add(ts, t->pid, ts->n);
-	ts->v[ts->n++] = t;
-	ts->added++;
-	if (ts->cb)
-		ts->cb(ts->ctx, t, 1);
-	if ((ts->all || ts->children) && !ts->adopting)
-		adopt_children(ts, pid);
-	return 0;
+	return attach(ts, t);
+}
+
+/* A target's child made by fork: a copy of its parent, the same files
+ * mapped at the same addresses, so the same interpreter, layout, runtime
+ * and GIL addresses. Its target is the parent's with its own pid and
+ * start time: no probe (a Python program that runs subprocesses forks
+ * before every exec, and each probe cost as much as a new process's). */
+static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *parent)
+{
+	struct py_target *t;
+
+	if (find_live(ts, pid))
+		return 0;
+	if (ts->n == TARGETS_MAX || !(t = malloc(sizeof(*t))))
+		return -1;
+	*t = *parent;
+	t->pid = pid;
+	t->forked_from = parent->pid;
+	t->start_time = proc_start_time(pid);
+	if (!t->start_time) {	/* gone already */
+		free(t);
+		return -1;
+	}
+	return attach(ts, t);
 }
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
@@ -458,8 +488,10 @@ static int wanted(const struct target_set *ts, pid_t pid)
 
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid)
 {
+	const struct py_target *parent = find_live(ts, ppid);
+
 	/* multiprocessing's fork start method: a copy that never execs. */
-	if ((ts->all || ts->children) && find_live(ts, ppid) && targets_add(ts, pid, 1) == 0)
+	if ((ts->all || ts->children) && parent && add_forked(ts, pid, parent) == 0)
 		ts->found_by_event++;
 }
 
