@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,18 +278,32 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
-	for (size_t i = 0; i < ts->npending; i++)
-		if (ts->pending[i].pid == pid) {	/* exec, then its libpython mapped */
-			ts->pending[i].start_time = proc_start_time(pid);
-			if (ts->pending[i].until_ns < now_ns + wait_ns)
-				ts->pending[i].until_ns = now_ns + wait_ns;
-			return;
-		}
-	if (ts->npending == PENDING_MAX)
+	struct pending *p = NULL;
+
+	for (size_t i = 0; i < ts->npending && !p; i++)
+		if (ts->pending[i].pid == pid)	/* exec, then its libpython mapped */
+			p = &ts->pending[i];
+	if (!p && ts->npending == PENDING_MAX)
 		return;
-	ts->pending[ts->npending++] = (struct pending){
-		.pid = pid, .start_time = proc_start_time(pid), .until_ns = now_ns + wait_ns,
-	};
+	if (!p) {
+		p = &ts->pending[ts->npending++];
+		*p = (struct pending){ .pid = pid, .until_ns = now_ns + wait_ns };
+	}
+	p->start_time = proc_start_time(pid);
+	if (p->until_ns < now_ns + wait_ns)
+		p->until_ns = now_ns + wait_ns;
+	p->next_ns = now_ns + PENDING_FIRST_NS;
+	p->gap_ns = PENDING_FIRST_NS;
+}
+
+int64_t targets_next_try_ns(const struct target_set *ts)
+{
+	int64_t next = INT64_MAX;
+
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].next_ns < next)
+			next = ts->pending[i].next_ns;
+	return next;
 }
 
 static uint64_t ignore_key(pid_t pid, const struct proc_stat *ps)
@@ -356,14 +371,21 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 {
 	for (size_t i = 0; i < ts->npending;) {
 		struct pending *p = &ts->pending[i];
+		int gone;
 
-		int gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
-
+		if (now_ns < p->next_ns) {
+			i++;
+			continue;
+		}
+		gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
 		if (gone || targets_add(ts, p->pid, 1) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
 		}
+		ts->tries_failed++;
+		p->gap_ns = p->gap_ns * 2 < PENDING_GAP_MAX_NS ? p->gap_ns * 2 : PENDING_GAP_MAX_NS;
+		p->next_ns = now_ns + p->gap_ns;
 		i++;
 	}
 }

@@ -35,7 +35,18 @@ struct pending {
 	pid_t pid;
 	uint64_t start_time;
 	int64_t until_ns;		/* give up after this */
+	int64_t next_ns;		/* not tried before this */
+	int64_t gap_ns;			/* ... after the last try */
 };
+
+/* A process that exec'd or mapped a libpython is tried this long after
+ * (its loader maps the interpreter's libraries in a millisecond or two,
+ * where the event comes as it starts), then after twice as long each
+ * time, at most every PENDING_GAP_MAX_NS: a try that finds nothing reads
+ * its maps, and at a tick of 100 ms a 0.15 s program was half over
+ * before it was attached. */
+#define PENDING_FIRST_NS	5000000LL
+#define PENDING_GAP_MAX_NS	100000000LL
 
 struct target_set {
 	struct py_target *v[TARGETS_MAX];
@@ -57,6 +68,7 @@ struct target_set {
 	uint64_t added, exited, failed;	/* counters for the summary */
 	uint64_t scans;			/* of /proc, reaping and looking */
 	uint64_t found_by_event, found_by_scan;	/* targets added after the start */
+	uint64_t tries_failed;		/* pending processes tried too early */
 	int adopting;			/* in adopt_children(): no recursion */
 	pid_t self;			/* this profiler's pid, never a target */
 	uint64_t self_dev, self_ino;	/* its executable: another process
@@ -92,6 +104,8 @@ void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64
  * children mode, looks for new processes in /proc (with process events,
  * a safety net). */
 void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns);
+/* When the next pending process is due to be tried; INT64_MAX if none. */
+int64_t targets_next_try_ns(const struct target_set *ts);
 /* Will targets_update scan or forget retired targets, now? */
 int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_ns);
 
