@@ -572,7 +572,7 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	if (e->kind == PROC_EXEC)
 		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	else if (e->kind == PROC_FORK)
-		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid);
+		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, elapsed_ns(s));
 	else if (e->kind == PROC_EXIT)
 		targets_on_exit(&s->ts, (pid_t)e->pid);
 	else if (e->kind == PROC_MAP)

@@ -289,6 +289,7 @@ void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64
 		p = &ts->pending[ts->npending++];
 		*p = (struct pending){ .pid = pid, .until_ns = now_ns + wait_ns };
 	}
+	p->parent = 0;		/* exec'd: another program, to be probed */
 	p->start_time = proc_start_time(pid);
 	if (p->until_ns < now_ns + wait_ns)
 		p->until_ns = now_ns + wait_ns;
@@ -367,6 +368,25 @@ static void reap(struct target_set *ts)
 	}
 }
 
+/* A fork child p's copy of its parent, if both are still there. 0 when
+ * attached. */
+static int fork_due(struct target_set *ts, const struct pending *p)
+{
+	const struct py_target *parent = find_live(ts, p->parent);
+
+	return parent ? add_forked(ts, p->pid, parent) : -1;
+}
+
+/* Removes pid's entry if it is a fork child waiting to be copied. */
+static void cancel_fork(struct target_set *ts, pid_t pid)
+{
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].pid == pid && ts->pending[i].parent) {
+			ts->pending[i] = ts->pending[--ts->npending];
+			return;
+		}
+}
+
 static void retry_pending(struct target_set *ts, int64_t now_ns)
 {
 	for (size_t i = 0; i < ts->npending;) {
@@ -375,6 +395,11 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 
 		if (now_ns < p->next_ns) {
 			i++;
+			continue;
+		}
+		if (p->parent) {	/* a fork child that did not exec */
+			ts->found_by_event += fork_due(ts, p) == 0;
+			*p = ts->pending[--ts->npending];
 			continue;
 		}
 		gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
@@ -485,6 +510,7 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
 {
 	long i = slot_of(ts, pid);
 
+	cancel_fork(ts, pid);	/* not a copy of its parent any more */
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
 	if (!wanted(ts, pid))
@@ -508,13 +534,17 @@ static int wanted(const struct target_set *ts, pid_t pid)
 			   descends_from_target(ts, ps.ppid));
 }
 
-void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid)
+void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns)
 {
-	const struct py_target *parent = find_live(ts, ppid);
-
 	/* multiprocessing's fork start method: a copy that never execs. */
-	if ((ts->all || ts->children) && parent && add_forked(ts, pid, parent) == 0)
-		ts->found_by_event++;
+	if (!(ts->all || ts->children) || !find_live(ts, ppid) || find_live(ts, pid) ||
+	    ts->npending == PENDING_MAX)
+		return;
+	cancel_fork(ts, pid);
+	ts->pending[ts->npending++] = (struct pending){
+		.pid = pid, .parent = ppid, .next_ns = now_ns + FORK_WAIT_NS,
+		.until_ns = now_ns + FORK_WAIT_NS,
+	};
 }
 
 void targets_on_exit(struct target_set *ts, pid_t pid)

@@ -37,7 +37,16 @@ struct pending {
 	int64_t until_ns;		/* give up after this */
 	int64_t next_ns;		/* not tried before this */
 	int64_t gap_ns;			/* ... after the last try */
+	pid_t parent;			/* a fork of this target, not exec'd yet:
+					 * copied from it when due; 0: probed */
 };
+
+/* A target's fork child is attached (copied from its parent) this long
+ * after the event, unless it exec'd first: a program that runs
+ * subprocesses forks to exec at once, and copying and dropping each
+ * child cost ~20 system calls. A child that stays a copy
+ * (multiprocessing's fork start method) loses 2 ms of samples. */
+#define FORK_WAIT_NS		2000000LL
 
 /* A process that exec'd or mapped a libpython is tried this long after
  * (its loader maps the interpreter's libraries in a millisecond or two,
@@ -116,8 +125,9 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
  * interpreter's libraries are mapped only after the exec. */
 void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns);
 
-/* A target forked (fork copies its interpreter): profile the child now. */
-void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid);
+/* A target forked (fork copies its interpreter): profile the child,
+ * FORK_WAIT_NS from now unless it execs first. */
+void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns);
 
 /* A target exited: stop sampling it (it is retired, for late samples). */
 void targets_on_exit(struct target_set *ts, pid_t pid);
