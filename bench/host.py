@@ -112,6 +112,9 @@ def window(prof, seconds, targets=(), tick=None):
             slices.append((pn - ps0) / 1e6 / (now - s0))
             s0, ps0 = now, pn
     wall = time.monotonic() - t0
+    now = time.monotonic()
+    if now - s0 >= 1:       # the last, shorter slice: a one-off there shows too
+        slices.append((cpu_ns(prof.pid) - ps0) / 1e6 / (now - s0))
     window.slices = slices
     return wall, cpu_ns(prof.pid) - p0, sum(cpu_ns(t.pid) for t in targets) - c0
 
