@@ -56,6 +56,12 @@
 						 * into a program named otherwise) */
 #define BATCH_BYTES		(4u << 20)	/* records held back at most */
 #define HOLD_NS			200000000LL	/* ... for at most this long */
+#define HOLD_DUE_NS		(HOLD_NS - 20000000LL)	/* ... and are added at a
+						 * wake-up that finds them held
+						 * this long: after a sleep of
+						 * HOLD_NS the first record is a
+						 * few ms younger, and waiting for
+						 * it cost a wake-up of its own */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
 						 * (it wakes us when done) */
 #define CHILD_WAIT_NS		5000000000LL	/* launch mode: the command's time
@@ -419,7 +425,7 @@ static int flush_batch(struct session *s)
 /* Is it time to add the records held back? */
 static int batch_due(const struct session *s)
 {
-	return s->batch.len && (s->batch.prompt_end || elapsed_ns(s) - s->batch.since >= HOLD_NS);
+	return s->batch.len && (s->batch.prompt_end || elapsed_ns(s) - s->batch.since >= HOLD_DUE_NS);
 }
 
 /* The poll loop's turn: a batch due (a prompt record in it, or held
@@ -645,7 +651,7 @@ static int poll_ms(const struct session *s, int64_t now)
 		 * first was taken), not every POLL_MS (at 99 Hz that was
 		 * four wake-ups per batch, ~13 a second, each ~30 us). */
 		most = HOLD_NS / 1000000;
-		ms = s->batch.len ? (s->batch.since + HOLD_NS - now) / 1000000 + 1 : most;
+		ms = s->batch.len ? (s->batch.since + HOLD_DUE_NS - now) / 1000000 + 1 : most;
 	}
 	if (s->ts.npending) {	/* until the next one is to be tried */
 		left = (targets_next_try_ns(&s->ts) - now) / 1000000 + 1;
