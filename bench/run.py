@@ -46,7 +46,8 @@ BENCH_SEED, BENCH_KEEP=1 (keep the work directory and outputs),
 BENCH_ONLY=deep (only the deep-program section and its budgets, ~2 min,
 written to bench-deep/BENCHMARKS.md under the current directory),
 BENCH_ONLY=host (only the whole-host lines of bench/host.py, ~2.5 min, in
-bench-host/BENCHMARKS.md).
+bench-host/BENCHMARKS.md; the "Whole host" section of the source tree's
+BENCHMARKS.md, or --out's, is replaced by this run's).
 
 Whole host (issue 25, bench/host.py, run last): every Python process at
 99 Hz in a PID namespace of the bench's own, the profiler's CPU idle (per
@@ -1113,8 +1114,9 @@ def write_markdown(res, path, plot_rel):
           "| budget | measured | |", "|---|---|---|"]
     for what, val, ok in res["budgets"]:
         L.append("| %s | %s | %s |" % (what, val, "**not met**" if ok is False else verdict(ok)))
-    if not res["groups"]:               # BENCH_ONLY=deep
-        L += [""] + deep_markdown(res) + ["## Notes", ""] + ["* " + n for n in res["notes"]]
+    if not res["groups"]:               # BENCH_ONLY=deep or host
+        L += [""] + deep_markdown(res) + host_markdown(res) + ["## Notes", ""] + \
+            ["* " + n for n in res["notes"]]
         with open(path + ".tmp", "w") as f:
             f.write("\n".join(L + [""]))
         os.replace(path + ".tmp", path)
@@ -1205,7 +1207,7 @@ def write_markdown(res, path, plot_rel):
     L.append("")
     if plot_rel:
         L += ["## Plot", "", "![target slowdown against sampling frequency](%s)" % plot_rel, ""]
-    L += ["## Notes", ""] + ["* " + n for n in res["notes"]] + [""]
+    L += host_markdown(res) + ["## Notes", ""] + ["* " + n for n in res["notes"]] + [""]
     with open(path + ".tmp", "w") as f:
         f.write("\n".join(L))
     os.replace(path + ".tmp", path)
@@ -1321,6 +1323,50 @@ def host_cost(ctx):
 def host_budget_lines(res):
     import host
     return host.budget_rows(res["host"]) if res.get("host") else []
+
+
+def host_markdown(res):
+    """The whole-host section: its own date, profiler and load, so that a
+    BENCH_ONLY=host run can replace it in BENCHMARKS.md (splice_host)."""
+    import host
+    if not res.get("host"):
+        return []
+    m = res["machine"]
+    L = ["## Whole host", "",
+         "Issue 25's lines (`bench/host.py`; `BENCH_ONLY=host make bench` runs only these): "
+         "pyperf-pprof at 99 Hz over every Python process of a PID namespace of the "
+         "bench's own (`-F 99 -d 0`), after a %d s warm-up. The profiler's CPU is the run "
+         "time of its threads (`/proc/PID/task/*/schedstat`): other jobs on the machine "
+         "slow the targets more than they inflate it, so a loaded run understates the "
+         "busy targets' CPU and overstates the ratio. Run %s, %s; load average %s at the "
+         "start of the bench, %s at its end; each line gives its own." % (
+             host.WARMUP_S, m["date"], m["profiler"], m["load_start"],
+             m["load_end"]), "",
+         "| budget | measured | |", "|---|---|---|"]
+    for what, val, ok in host_budget_lines(res):
+        L.append("| %s | %s | %s |" % (what, val, "**not met**" if ok is False else verdict(ok)))
+    return L + [""]
+
+
+def splice_host(res, path):
+    """Replaces the whole-host section of the BENCHMARKS.md at path (a full
+    run's) by this run's, or adds it before the notes."""
+    sec = host_markdown(res)
+    if not sec or not os.path.exists(path):
+        return False
+    with open(path) as f:
+        text = f.read().split("\n")
+    heads = [i for i, l in enumerate(text) if l.startswith("## ")]
+    start = next((i for i in heads if text[i] == "## Whole host"), None)
+    if start is not None:
+        end = next((i for i in heads if i > start), len(text))
+    else:
+        start = end = next((i for i in heads if text[i] == "## Notes"), len(text))
+    text[start:end] = sec
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(text))
+    os.replace(path + ".tmp", path)
+    return True
 
 
 def measure_deep(ctx, res, py311):
@@ -1501,6 +1547,9 @@ def main():
                      "run (perf interrupts took too long); restored to %s."
                      % (rate_after, orig_rate))
     write_outputs(res, md, png)
+    main_md = os.path.abspath(args.out or os.path.join(args.srcdir, "BENCHMARKS.md"))
+    if ONLY == "host" and splice_host(res, main_md):
+        log("replaced the whole-host section of %s" % main_md)
     with open(os.path.join(ctx.workdir, "results.json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
     log("wrote %s and %s; raw results in %s/results.json" % (md, png, ctx.workdir))

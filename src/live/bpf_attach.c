@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -324,6 +325,23 @@ static int attach_cpus(struct bpf_attach *b, const struct config *cfg,
 	return b->nevents ? 0 : -1;
 }
 
+/* The mmap(2) tracepoint is known by an id that only tracefs gives:
+ * mounted at /sys/kernel/tracing by systemd, absent where nothing mounted
+ * it (a minimal VM after a reboot, this one included), and then
+ * discovery fell back to scanning /proc every 500 ms (0.7 ms of CPU a
+ * second on an idle host). perf mounts it when it needs it; so do we,
+ * at the kernel's own mount point, if it is not mounted anywhere (a
+ * failure leaves the attach to say why). */
+static void mount_tracefs(const struct config *cfg)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
+	    access("/sys/kernel/debug/tracing/events", F_OK) == 0 ||
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		return;
+	if (cfg->verbose)
+		fprintf(stderr, "pyperf-pprof: mounted tracefs at /sys/kernel/tracing (the mmap tracepoint's id is read there)\n");
+}
+
 int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_ms)
 {
 	struct perf_event_attr a;
@@ -360,6 +378,7 @@ int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_
 		return 0;
 	b->exec_link = bpf_program__attach(b->skel->progs.on_exec);
 	b->fork_link = bpf_program__attach(b->skel->progs.on_fork);
+	mount_tracefs(cfg);
 	b->mmap_link = bpf_program__attach(b->skel->progs.on_mmap);
 	if (!b->exec_link || !b->fork_link || !b->mmap_link)
 		fprintf(stderr, "pyperf-pprof: warning: cannot watch exec, fork and mmap (%s); new processes are found by scanning /proc every %ld ms\n",

@@ -15,7 +15,7 @@ size_t bpfcheck_issue(struct bpfcheck *c, struct pipeline *pl, uint64_t now_ns)
 	if (!c->req || c->n)
 		return 0;
 	n = pipeline_precheck_queue(pl, &t, c->addr, PY_CHECK_SLOTS, &len);
-	if (!n || len > PY_CHECK_BYTES)
+	if (n < BPFCHECK_MIN || len > PY_CHECK_BYTES)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		c->slots[i].addr = c->addr[i];

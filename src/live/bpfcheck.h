@@ -15,6 +15,12 @@
 
 struct pipeline;
 
+/* Fewer checks than this are read at once, by process_vm_readv: the
+ * program's answer wakes the reader once more (~30 us in this VM at 99
+ * Hz, where a read of a few pages takes ~5-10 us), which pays off only
+ * for many code objects (a deep program: dozens, each a page pinned). */
+#define BPFCHECK_MIN	8
+
 struct bpfcheck {
 	struct py_check_req *req;	/* the program's; NULL: not available */
 	struct py_check *slots;		/* PY_CHECK_SLOTS, shared with it */
@@ -25,7 +31,8 @@ struct bpfcheck {
 };
 
 /* Asks the program for the checks pipeline_precheck noted (those of one
- * target). Returns how many, 0 if none or not available. */
+ * target), if there are BPFCHECK_MIN or more. Returns how many, 0 if
+ * none, too few or not available. */
 size_t bpfcheck_issue(struct bpfcheck *c, struct pipeline *pl, uint64_t now_ns);
 
 /* Has the program answered every one? */

@@ -300,40 +300,45 @@ static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pi
 	return id && kt->obj[id].count ? id : 0;
 }
 
-/* The object behind an executable mapping (loading it if new), 0 if none. */
-static uint32_t object_of(struct ktables *kt, const struct target_src *src, pid_t pid,
-			  const struct tramp_shape *tramp, const struct proc_map *m)
+/* The object behind executable mapping i of p (loading its table if
+ * new), 0 if none. Files are the object layer's entries, found through
+ * the maps entry's memo: the symbolizer and the probe resolve the same
+ * mapping once between them, and a file seen under another path with the
+ * same build-id shares its table. */
+static uint32_t object_of(struct ktables *kt, struct oc_proc *p, size_t i,
+			  const struct tramp_shape *tramp)
 {
+	const struct proc_map *m = &p->maps.v[i];
 	struct kt_obj key = { 0 };
-	char path[PATH_MAX + 64];
-	const struct oc_obj *oo;
-	struct stat st;
+	struct oc_obj *oo = NULL;
 
 	if (strcmp(m->path, "[vdso]") == 0) {
+		/* Keyed by its size: read from the target only when new. */
 		key.ino = KT_VDSO_INO;
 		key.size = m->end - m->start;
-	} else {
+	} else if (m->path[0] != '/') {
 		/* "[anon:NAME]": named by prctl (CPython 3.15 names its
 		 * arena "cpython:perf_trampoline" in -X dev mode) */
-		if (m->path[0] != '/')
-			return m->path[0] && strncmp(m->path, "[anon:", 6) ? 0 :
-			       anon_object(kt, src, pid, tramp, m);
-		target_map_file(src, pid, m, path, sizeof(path));
-		if (stat(path, &st) || !S_ISREG(st.st_mode))
-			return 0;
-		key.dev = st.st_dev;
-		key.ino = st.st_ino;
-		key.size = (uint64_t)st.st_size;
-		key.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+		return m->path[0] && strncmp(m->path, "[anon:", 6) ? 0 :
+		       anon_object(kt, p->src, p->pid, tramp, m);
+	} else {
+		oo = objcache_obj(kt->oc, p, i);
+		if (!oo)
+			return 0;	/* not a regular file, or not ELF */
+		key.dev = oo->dev;
+		key.ino = oo->ino;
+		key.size = oo->size;
+		key.mtime_ns = oo->mtime_ns;
 	}
-	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++) {
-		const struct kt_obj *o = &kt->obj[i];
+	for (uint32_t k = 1; k < PY_UNWIND_MAX_OBJS; k++) {
+		const struct kt_obj *o = &kt->obj[k];
 
 		if (o->used && o->dev == key.dev && o->ino == key.ino && o->size == key.size &&
 		    o->mtime_ns == key.mtime_ns)
-			return i;
+			return k;
 	}
-	oo = objcache_map_obj(kt->oc, src, pid, m);
+	if (!oo)
+		oo = objcache_obj(kt->oc, p, i);
 	if (!oo) {
 		kt->st.objects_failed++;
 		return 0;
@@ -363,10 +368,10 @@ static struct kt_pid *pid_slot(struct ktables *kt, pid_t pid)
 
 /* Fills kt->proc from the process's maps. 1 if the tables were reset on
  * the way (the entries made before point to dropped objects). */
-static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid,
-		     const struct tramp_shape *tramp, const struct proc_maps *maps)
+static int fill_proc(struct ktables *kt, struct oc_proc *op, const struct tramp_shape *tramp)
 {
 	struct py_unwind_proc *p = &kt->proc;
+	const struct proc_maps *maps = &op->maps;
 	uint64_t t0 = kt->st.resets;
 
 	memset(p, 0, sizeof(*p));
@@ -382,7 +387,7 @@ static int fill_proc(struct ktables *kt, const struct target_src *src, pid_t pid
 			kt->st.maps_dropped++;
 			continue;
 		}
-		id = object_of(kt, src, pid, tramp, m);
+		id = object_of(kt, op, i, tramp);
 		if (kt->st.resets != t0)
 			return 1;
 		um = &p->m[p->n++];
@@ -403,23 +408,27 @@ int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid
 		     const struct tramp_shape *tramp, uint64_t now_ns, uint64_t seen_ns)
 {
 	struct kt_pid *slot = pid_slot(kt, pid);
-	struct proc_maps maps;
 	__u32 key = (__u32)pid;
+	struct oc_proc *op;
 	int reset;
 
-	if (slot->pid == pid && !oc_reread_due(slot->last_ns, seen_ns, now_ns, KT_RELOAD_NS)) {
+	if (seen_ns != KT_FORCE && slot->pid == pid &&
+	    !oc_reread_due(slot->last_ns, seen_ns, now_ns, KT_RELOAD_NS)) {
 		kt->st.pid_throttled++;
 		return 0;
 	}
-	if (proc_maps_read(src, pid, &maps))
+	/* The object layer's view of the maps: a new target's was read by
+	 * the probe a moment ago, and serves unless KT_RELOAD_NS old. */
+	op = objcache_proc(kt->oc, src, pid);
+	if (!op)
 		return -1;
+	objcache_refresh(kt->oc, op, seen_ns == KT_FORCE ? 0 : seen_ns);
 	/* After a reset the process's objects are loaded first; a second
 	 * reset means they alone do not fit. */
-	reset = fill_proc(kt, src, pid, tramp, &maps) && fill_proc(kt, src, pid, tramp, &maps);
-	proc_maps_free(&maps);
+	reset = fill_proc(kt, op, tramp) && fill_proc(kt, op, tramp);
 	slot = pid_slot(kt, pid);	/* a reset cleared the slots */
 	slot->pid = pid;
-	slot->last_ns = now_ns;
+	slot->last_ns = op->read_ns;
 	if (reset) {
 		fprintf(stderr, "pyperf-pprof: the unwind tables of pid %d do not fit in %u rows; its native stacks stay marked incomplete\n",
 			(int)pid, kt->max_rows);
@@ -436,6 +445,32 @@ int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid
 			(int)pid, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+int ktables_copy_pid(struct ktables *kt, pid_t from, pid_t to, uint64_t now_ns)
+{
+	const struct kt_pid *src = pid_slot(kt, from);
+	struct kt_pid *dst;
+	__u32 kfrom = (__u32)from, kto = (__u32)to;
+
+	if (bpf_map_lookup_elem(kt->procs_fd, &kfrom, &kt->proc) || kt->proc.n > PY_UNWIND_MAX_MAPS)
+		return -1;
+	/* Anonymous code's rows are the parent's (keyed by its pid) and go
+	 * when it exits: the child's own are loaded instead. */
+	for (__u32 i = 0; i < kt->proc.n; i++)
+		if (kt->proc.m[i].flags & PY_MAP_TRAMPOLINE)
+			return -1;
+	if (++kt->gen == 0)
+		kt->gen = 1;
+	kt->proc.gen = kt->gen;
+	if (bpf_map_update_elem(kt->procs_fd, &kto, &kt->proc, BPF_ANY))
+		return -1;
+	dst = pid_slot(kt, to);
+	dst->pid = to;
+	/* As old as the parent's view: a miss since is loaded at once. */
+	dst->last_ns = src->pid == from ? src->last_ns : now_ns - KT_RELOAD_NS;
+	kt->st.pid_copies++;
 	return 0;
 }
 

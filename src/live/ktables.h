@@ -19,6 +19,7 @@
 
 struct ktables_stats {
 	uint64_t pid_loads;		/* mappings (re)written for a process */
+	uint64_t pid_copies;		/* ... copied from its parent at its fork */
 	uint64_t pid_throttled;		/* reloads skipped: too soon */
 	uint64_t objects, objects_no_cfi, objects_failed;
 	uint64_t rows;			/* rows in use now */
@@ -48,14 +49,22 @@ void ktables_free(struct ktables *kt);
  * code holding copies of tramp (the target's perf trampoline template,
  * NULL: none) gets rows synthesised from its rules. now_ns:
  * CLOCK_MONOTONIC. seen_ns: when the target used a mapping missing from
- * the tables (bpf_ktime_get_ns(), the same clock; KT_FORCE: a new target
- * or mappings to write again): pid's maps are read again unless they
- * were read after then and less than KT_RELOAD_NS ago, so a mapping made
- * since the last load waits for no throttle, and a burst of samples
- * taken before the load costs no second one. 0 on success. */
+ * the tables (bpf_ktime_get_ns(), the same clock): pid's maps are read
+ * again unless they were read after then and less than KT_RELOAD_NS ago,
+ * so a mapping made since the last load waits for no throttle, and a
+ * burst of samples taken before the load costs no second one. KT_FORCE:
+ * a new target, written now from the object layer's view of its maps
+ * (which the probe read a moment ago), read again only if KT_RELOAD_NS
+ * old. The maps are the object layer's (objcache_proc), shared with the
+ * probe and the symbolizer. 0 on success. */
 #define KT_FORCE UINT64_MAX
 int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid,
 		     const struct tramp_shape *tramp, uint64_t now_ns, uint64_t seen_ns);
+
+/* Process to was forked from from (a copy of its mappings): from's
+ * mapping list serves as it is, without reading to's maps. -1 if from
+ * has none, or has anonymous code (its rows go with from): load to's. */
+int ktables_copy_pid(struct ktables *kt, pid_t from, pid_t to, uint64_t now_ns);
 
 /* The process is gone: deletes its mappings. */
 void ktables_forget_pid(struct ktables *kt, pid_t pid);

@@ -46,10 +46,11 @@ static void print_kernel_unwind_stats(const struct report_view *v)
 		b[STAT_NATIVE_END_READ], b[STAT_NATIVE_END_BAD], b[STAT_NATIVE_COPY]);
 	fprintf(stderr, "pyperf-pprof: unwind tables: objects=%" PRIu64 " (no cfi %" PRIu64
 		", failed %" PRIu64 ") rows=%" PRIu64 " (%" PRIu64 " KiB) loads=%" PRIu64
-		" throttled=%" PRIu64 " resets=%" PRIu64 " maps_dropped=%" PRIu64 " build=%.1f ms"
+		" (copied at a fork %" PRIu64 ") throttled=%" PRIu64 " resets=%" PRIu64 " maps_dropped=%" PRIu64 " build=%.1f ms"
 		" trampoline tables=%" PRIu64 " (anonymous code without a usable template %" PRIu64 ")\n",
 		k->objects, k->objects_no_cfi, k->objects_failed, k->rows,
-		k->rows * sizeof(struct py_unwind_row) / 1024, k->pid_loads, k->pid_throttled,
+		k->rows * sizeof(struct py_unwind_row) / 1024, k->pid_loads, k->pid_copies,
+		k->pid_throttled,
 		k->resets, k->maps_dropped, (double)k->build_ns / 1e6, k->anon_tables,
 		k->anon_no_template);
 }

@@ -56,6 +56,12 @@
 						 * into a program named otherwise) */
 #define BATCH_BYTES		(4u << 20)	/* records held back at most */
 #define HOLD_NS			200000000LL	/* ... for at most this long */
+#define HOLD_DUE_NS		(HOLD_NS - 20000000LL)	/* ... and are added at a
+						 * wake-up that finds them held
+						 * this long: after a sleep of
+						 * HOLD_NS the first record is a
+						 * few ms younger, and waiting for
+						 * it cost a wake-up of its own */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
 						 * (it wakes us when done) */
 #define CHILD_WAIT_NS		5000000000LL	/* launch mode: the command's time
@@ -217,7 +223,8 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 			fprintf(stderr, "pyperf-pprof: pid %d: perf trampoline template: %s, %u bytes, %u rules\n",
 				t->pid, pytramp_status_name(&t->tramp), t->tramp.len, t->tramp.nrows);
 		bpf_attach_target(&s->bpf, t, 1);
-		if (s->kt)
+		if (s->kt && (!t->forked_from ||
+			      ktables_copy_pid(s->kt, t->forked_from, t->pid, mono_ns())))
 			ktables_load_pid(s->kt, t->src, t->pid, &t->tramp, mono_ns(), KT_FORCE);
 		if (s->pl)	/* else when the pipeline starts */
 			snapshot_blocked(s, t, mono_ns());
@@ -349,6 +356,17 @@ static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
 }
 
 
+/* The session time record data was taken at (its time_ns), or now if
+ * it says no earlier time: a batch is held HOLD_NS from its first
+ * record's sample, not from when the reader came by. */
+static int64_t taken_at(const struct session *s, const void *data, int64_t now)
+{
+	const struct py_sample_hdr *h = data;
+	int64_t t = (int64_t)(h->time_ns - s->start_mono);
+
+	return h->time_ns >= s->start_mono && t < now ? t : now;
+}
+
 /* Notes the code objects of the batch's records before byte upto. */
 static void note_batch(struct session *s, size_t upto)
 {
@@ -378,8 +396,11 @@ static int add_batch(struct session *s, size_t upto)
 	memmove(s->batch.buf, s->batch.buf + upto, s->batch.len - upto);
 	s->batch.len -= upto;
 	s->batch.prompt_end = s->batch.prompt_end > upto ? s->batch.prompt_end - upto : 0;
-	if (s->batch.len)	/* came during the BPF program's checks */
-		s->batch.since = elapsed_ns(s);
+	if (s->batch.len) {	/* came during the BPF program's checks */
+		o = 0;
+		e = batch_next(&s->batch, &o);
+		s->batch.since = taken_at(s, e + 1, elapsed_ns(s));
+	}
 	if (r)
 		fprintf(stderr, "pyperf-pprof: out of memory while adding a sample; stopping early\n");
 	return r;
@@ -404,7 +425,7 @@ static int flush_batch(struct session *s)
 /* Is it time to add the records held back? */
 static int batch_due(const struct session *s)
 {
-	return s->batch.len && (s->batch.prompt_end || elapsed_ns(s) - s->batch.since >= HOLD_NS);
+	return s->batch.len && (s->batch.prompt_end || elapsed_ns(s) - s->batch.since >= HOLD_DUE_NS);
 }
 
 /* The poll loop's turn: a batch due (a prompt record in it, or held
@@ -456,7 +477,7 @@ static int batch_add(struct session *s, const struct py_target *t, const void *d
 		s->batch.cap = cap;
 	}
 	if (!s->batch.len)
-		s->batch.since = elapsed_ns(s);
+		s->batch.since = taken_at(s, data, elapsed_ns(s));
 	memcpy(s->batch.buf + s->batch.len, &e, sizeof(e));
 	memcpy(s->batch.buf + s->batch.len + sizeof(e), data, size);
 	s->batch.len += need;
@@ -526,6 +547,18 @@ static int pass_over(struct session *s)
 	return elapsed_ns(s) > s->pass_end || stop_requested ? -EAGAIN : 0;
 }
 
+/* Does the batch hold a record of pid? */
+static int batch_has_pid(const struct session *s, pid_t pid)
+{
+	const struct batch_rec *e;
+	size_t o = 0;
+
+	while ((e = batch_next(&s->batch, &o)))
+		if (e->t->pid == pid)
+			return 1;
+	return 0;
+}
+
 static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -533,13 +566,19 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
-	/* The records so far belong to the processes as they were. */
-	if (flush_batch(s))
+	/* A target that exec'd becomes another program under the same pid,
+	 * to be attached anew: its records so far are added first, in the
+	 * order the pipeline (and a recording) saw them. Other events leave
+	 * the records' targets as they are (one that exits is retired, not
+	 * freed, until a scan, which adds them first): adding the batch at
+	 * every event cost a code-object check per new process on a host
+	 * that starts them often. */
+	if (e->kind == PROC_EXEC && batch_has_pid(s, (pid_t)e->pid) && flush_batch(s))
 		return -ENOMEM;
 	if (e->kind == PROC_EXEC)
 		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
 	else if (e->kind == PROC_FORK)
-		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid);
+		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, elapsed_ns(s));
 	else if (e->kind == PROC_EXIT)
 		targets_on_exit(&s->ts, (pid_t)e->pid);
 	else if (e->kind == PROC_MAP)
@@ -604,8 +643,20 @@ static int poll_ms(const struct session *s, int64_t now)
 	/* Records held, pending processes, a command to reap (SIGCHLD does
 	 * not interrupt the wait) and the status line need the short tick. */
 	if (s->idle_polls >= IDLE_POLLS && !s->batch.len && !s->chk.n && !s->ts.npending &&
-	    !s->child && !s->status_line)
+	    !s->child && !s->status_line) {
 		ms = most = IDLE_POLL_MS;
+	} else if (!s->ts.npending && !s->child && !s->status_line) {
+		/* Samples come without a wakeup until a batch piles up: read
+		 * them when the batch they make is due (HOLD_NS after the
+		 * first was taken), not every POLL_MS (at 99 Hz that was
+		 * four wake-ups per batch, ~13 a second, each ~30 us). */
+		most = HOLD_NS / 1000000;
+		ms = s->batch.len ? (s->batch.since + HOLD_DUE_NS - now) / 1000000 + 1 : most;
+	}
+	if (s->ts.npending) {	/* until the next one is to be tried */
+		left = (targets_next_try_ns(&s->ts) - now) / 1000000 + 1;
+		ms = left < ms ? left : ms;
+	}
 	if (s->chk.n)	/* until the checks time out */
 		ms = ((int64_t)s->chk.issued_ns + CHECK_WAIT_NS - (int64_t)mono_ns()) / 1000000 + 1;
 	if (s->cfg->duration_ms && (left = (int64_t)s->cfg->duration_ms - now / 1000000 + 1) < ms)
@@ -680,8 +731,9 @@ static int poll_loop(struct session *s)
 	if (why[0])
 		say(s, "pyperf-pprof: %s; writing what was collected\n", why);
 	if (s->cfg->verbose)
-		fprintf(stderr, "pyperf-pprof: discovery: %" PRIu64 " scans of /proc after the first (every %" PRId64 " s), %" PRIu64 " targets found by process events, %" PRIu64 " by scans, %" PRIu64 " process events lost\n",
-			s->ts.scans, s->scan_ns / 1000000000, s->ts.found_by_event, s->ts.found_by_scan, s->events_lost);
+		fprintf(stderr, "pyperf-pprof: discovery: %" PRIu64 " scans of /proc after the first (every %" PRId64 " s), %" PRIu64 " targets found by process events (%" PRIu64 " tries too early), %" PRIu64 " by scans, %" PRIu64 " process events lost\n",
+			s->ts.scans, s->scan_ns / 1000000000, s->ts.found_by_event, s->ts.tries_failed,
+			s->ts.found_by_scan, s->events_lost);
 	return 0;
 }
 

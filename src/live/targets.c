@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,19 @@ static void adopt_children(struct target_set *ts, pid_t pid)
 	closedir(dir);
 }
 
+/* t becomes a target. 0. */
+static int attach(struct target_set *ts, struct py_target *t)
+{
+	index_add(ts, t->pid, ts->n);
+	ts->v[ts->n++] = t;
+	ts->added++;
+	if (ts->cb)
+		ts->cb(ts->ctx, t, 1);
+	if ((ts->all || ts->children) && !ts->adopting)
+		adopt_children(ts, t->pid);
+	return 0;
+}
+
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
 	struct py_target *t;
@@ -235,30 +249,62 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 		return -1;
 	}
 	locate_gil(t);
-	index_add(ts, t->pid, ts->n);
-	ts->v[ts->n++] = t;
-	ts->added++;
-	if (ts->cb)
-		ts->cb(ts->ctx, t, 1);
-	if ((ts->all || ts->children) && !ts->adopting)
-		adopt_children(ts, pid);
-	return 0;
+	return attach(ts, t);
+}
+
+/* A target's child made by fork: a copy of its parent, the same files
+ * mapped at the same addresses, so the same interpreter, layout, runtime
+ * and GIL addresses. Its target is the parent's with its own pid and
+ * start time: no probe (a Python program that runs subprocesses forks
+ * before every exec, and each probe cost as much as a new process's). */
+static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *parent)
+{
+	struct py_target *t;
+
+	if (find_live(ts, pid))
+		return 0;
+	if (ts->n == TARGETS_MAX || !(t = malloc(sizeof(*t))))
+		return -1;
+	*t = *parent;
+	t->pid = pid;
+	t->forked_from = parent->pid;
+	t->start_time = proc_start_time(pid);
+	if (!t->start_time) {	/* gone already */
+		free(t);
+		return -1;
+	}
+	return attach(ts, t);
 }
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
-	for (size_t i = 0; i < ts->npending; i++)
-		if (ts->pending[i].pid == pid) {	/* exec, then its libpython mapped */
-			ts->pending[i].start_time = proc_start_time(pid);
-			if (ts->pending[i].until_ns < now_ns + wait_ns)
-				ts->pending[i].until_ns = now_ns + wait_ns;
-			return;
-		}
-	if (ts->npending == PENDING_MAX)
+	struct pending *p = NULL;
+
+	for (size_t i = 0; i < ts->npending && !p; i++)
+		if (ts->pending[i].pid == pid)	/* exec, then its libpython mapped */
+			p = &ts->pending[i];
+	if (!p && ts->npending == PENDING_MAX)
 		return;
-	ts->pending[ts->npending++] = (struct pending){
-		.pid = pid, .start_time = proc_start_time(pid), .until_ns = now_ns + wait_ns,
-	};
+	if (!p) {
+		p = &ts->pending[ts->npending++];
+		*p = (struct pending){ .pid = pid, .until_ns = now_ns + wait_ns };
+	}
+	p->parent = 0;		/* exec'd: another program, to be probed */
+	p->start_time = proc_start_time(pid);
+	if (p->until_ns < now_ns + wait_ns)
+		p->until_ns = now_ns + wait_ns;
+	p->next_ns = now_ns + PENDING_FIRST_NS;
+	p->gap_ns = PENDING_FIRST_NS;
+}
+
+int64_t targets_next_try_ns(const struct target_set *ts)
+{
+	int64_t next = INT64_MAX;
+
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].next_ns < next)
+			next = ts->pending[i].next_ns;
+	return next;
 }
 
 static uint64_t ignore_key(pid_t pid, const struct proc_stat *ps)
@@ -322,18 +368,49 @@ static void reap(struct target_set *ts)
 	}
 }
 
+/* A fork child p's copy of its parent, if both are still there. 0 when
+ * attached. */
+static int fork_due(struct target_set *ts, const struct pending *p)
+{
+	const struct py_target *parent = find_live(ts, p->parent);
+
+	return parent ? add_forked(ts, p->pid, parent) : -1;
+}
+
+/* Removes pid's entry if it is a fork child waiting to be copied. */
+static void cancel_fork(struct target_set *ts, pid_t pid)
+{
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].pid == pid && ts->pending[i].parent) {
+			ts->pending[i] = ts->pending[--ts->npending];
+			return;
+		}
+}
+
 static void retry_pending(struct target_set *ts, int64_t now_ns)
 {
 	for (size_t i = 0; i < ts->npending;) {
 		struct pending *p = &ts->pending[i];
+		int gone;
 
-		int gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
-
+		if (now_ns < p->next_ns) {
+			i++;
+			continue;
+		}
+		if (p->parent) {	/* a fork child that did not exec */
+			ts->found_by_event += fork_due(ts, p) == 0;
+			*p = ts->pending[--ts->npending];
+			continue;
+		}
+		gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
 		if (gone || targets_add(ts, p->pid, 1) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
 		}
+		ts->tries_failed++;
+		p->gap_ns = p->gap_ns * 2 < PENDING_GAP_MAX_NS ? p->gap_ns * 2 : PENDING_GAP_MAX_NS;
+		p->next_ns = now_ns + p->gap_ns;
 		i++;
 	}
 }
@@ -433,6 +510,7 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
 {
 	long i = slot_of(ts, pid);
 
+	cancel_fork(ts, pid);	/* not a copy of its parent any more */
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
 	if (!wanted(ts, pid))
@@ -456,11 +534,17 @@ static int wanted(const struct target_set *ts, pid_t pid)
 			   descends_from_target(ts, ps.ppid));
 }
 
-void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid)
+void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns)
 {
 	/* multiprocessing's fork start method: a copy that never execs. */
-	if ((ts->all || ts->children) && find_live(ts, ppid) && targets_add(ts, pid, 1) == 0)
-		ts->found_by_event++;
+	if (!(ts->all || ts->children) || !find_live(ts, ppid) || find_live(ts, pid) ||
+	    ts->npending == PENDING_MAX)
+		return;
+	cancel_fork(ts, pid);
+	ts->pending[ts->npending++] = (struct pending){
+		.pid = pid, .parent = ppid, .next_ns = now_ns + FORK_WAIT_NS,
+		.until_ns = now_ns + FORK_WAIT_NS,
+	};
 }
 
 void targets_on_exit(struct target_set *ts, pid_t pid)

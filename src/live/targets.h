@@ -35,7 +35,27 @@ struct pending {
 	pid_t pid;
 	uint64_t start_time;
 	int64_t until_ns;		/* give up after this */
+	int64_t next_ns;		/* not tried before this */
+	int64_t gap_ns;			/* ... after the last try */
+	pid_t parent;			/* a fork of this target, not exec'd yet:
+					 * copied from it when due; 0: probed */
 };
+
+/* A target's fork child is attached (copied from its parent) this long
+ * after the event, unless it exec'd first: a program that runs
+ * subprocesses forks to exec at once, and copying and dropping each
+ * child cost ~20 system calls. A child that stays a copy
+ * (multiprocessing's fork start method) loses 2 ms of samples. */
+#define FORK_WAIT_NS		2000000LL
+
+/* A process that exec'd or mapped a libpython is tried this long after
+ * (its loader maps the interpreter's libraries in a millisecond or two,
+ * where the event comes as it starts), then after twice as long each
+ * time, at most every PENDING_GAP_MAX_NS: a try that finds nothing reads
+ * its maps, and at a tick of 100 ms a 0.15 s program was half over
+ * before it was attached. */
+#define PENDING_FIRST_NS	5000000LL
+#define PENDING_GAP_MAX_NS	100000000LL
 
 struct target_set {
 	struct py_target *v[TARGETS_MAX];
@@ -57,6 +77,7 @@ struct target_set {
 	uint64_t added, exited, failed;	/* counters for the summary */
 	uint64_t scans;			/* of /proc, reaping and looking */
 	uint64_t found_by_event, found_by_scan;	/* targets added after the start */
+	uint64_t tries_failed;		/* pending processes tried too early */
 	int adopting;			/* in adopt_children(): no recursion */
 	pid_t self;			/* this profiler's pid, never a target */
 	uint64_t self_dev, self_ino;	/* its executable: another process
@@ -92,6 +113,8 @@ void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64
  * children mode, looks for new processes in /proc (with process events,
  * a safety net). */
 void targets_update(struct target_set *ts, int64_t now_ns, int64_t scan_ns);
+/* When the next pending process is due to be tried; INT64_MAX if none. */
+int64_t targets_next_try_ns(const struct target_set *ts);
 /* Will targets_update scan or forget retired targets, now? */
 int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_ns);
 
@@ -102,8 +125,9 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
  * interpreter's libraries are mapped only after the exec. */
 void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns);
 
-/* A target forked (fork copies its interpreter): profile the child now. */
-void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid);
+/* A target forked (fork copies its interpreter): profile the child,
+ * FORK_WAIT_NS from now unless it execs first. */
+void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns);
 
 /* A target exited: stop sampling it (it is retired, for late samples). */
 void targets_on_exit(struct target_set *ts, pid_t pid);

@@ -63,8 +63,12 @@
 #define TASK_READ	256	/* task object bytes read at once */
 #define NAME_MAX_READ	64	/* bytes of a task name or qualname kept */
 /* A process without asyncio.tasks in sys.modules is looked at again
- * after RETRY_NS, and searched only if sys.modules changed size. */
+ * after RETRY_NS, and searched only if sys.modules changed size; while
+ * it keeps its size, after twice as long each time, up to RETRY_MAX_NS
+ * (two reads every 0.1 s per interpreter were half of the profiler's
+ * reads with two busy programs that never import asyncio). */
 #define RETRY_NS	100000000ull
+#define RETRY_MAX_NS	(32 * RETRY_NS)
 
 /* 3.14+: the layout is read per process from its AsyncioDebug section
  * (aproc.dl); this marks a target whose layout comes from there. */
@@ -120,6 +124,7 @@ struct aproc {
 	struct py_seen seen;
 	uint64_t current_tasks;		/* the dict; 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
+	uint64_t retry_gap;		/* ... since the last look; 0: RETRY_NS */
 	int64_t modules_used;		/* len(sys.modules) at the last search */
 	int confirmed;			/* current_tasks has held a task */
 	uint64_t check_ns, check_gap;	/* unconfirmed: search again then */
@@ -402,8 +407,14 @@ static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now
 	if (!modules || x->o.dict_used == NO16 ||
 	    py_read(x->t, modules + x->o.dict_used, &used, sizeof(used)))
 		return -1;
-	if (used == ap->modules_used)
+	if (used == ap->modules_used) {
+		ap->retry_gap = ap->retry_gap ? 2 * ap->retry_gap : 2 * RETRY_NS;
+		if (ap->retry_gap > RETRY_MAX_NS)
+			ap->retry_gap = RETRY_MAX_NS;
+		ap->retry_ns = now + ap->retry_gap;
 		return -1;
+	}
+	ap->retry_gap = 0;
 	ap->current_tasks = pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks",
 						 "_current_tasks");
 	if (ap->current_tasks)

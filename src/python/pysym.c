@@ -72,6 +72,10 @@ struct capture {
 enum first_arg { ARG_PLAIN = 0, ARG_SELF, ARG_CLS };
 
 #define TYPE_CACHE	1024		/* type object -> name, direct-mapped */
+/* Forgotten pids whose entries are dropped together, by one pass over
+ * the cache before it is next used: a pass reads ~1.3 MB, and a host
+ * that starts a process every 0.3 s forgot one each time. */
+#define FORGET_MAX	64
 
 struct type_entry {
 	int pid;
@@ -96,6 +100,8 @@ struct pysym_cache {
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
 	struct capture *captures;	/* CAPTURES of them */
 	uint64_t capture_seq;
+	int forget[FORGET_MAX];		/* pids whose entries are to go */
+	size_t nforget;
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -135,14 +141,36 @@ void pysym_cache_free(struct pysym_cache *c)
 	free(c);
 }
 
-void pysym_forget_pid(struct pysym_cache *c, int pid)
+static int forgotten(const struct pysym_cache *c, int pid)
 {
+	for (size_t i = 0; i < c->nforget; i++)
+		if (c->forget[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* Drops the entries and captures of the pids forgotten since the last
+ * pass: called before anything matches an entry by pid. */
+static void forget_flush(struct pysym_cache *c)
+{
+	if (!c->nforget)
+		return;
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
-		if (c->e[i].pid == pid)
+		if (c->e[i].pid && forgotten(c, c->e[i].pid))
 			entry_clear(&c->e[i]);
 	for (size_t i = 0; i < CAPTURES; i++)
-		if (c->captures[i].pid == pid)
+		if (c->captures[i].pid && forgotten(c, c->captures[i].pid))
 			c->captures[i].pid = 0;
+	c->nforget = 0;
+}
+
+void pysym_forget_pid(struct pysym_cache *c, int pid)
+{
+	if (!pid || forgotten(c, pid))
+		return;
+	if (c->nforget == FORGET_MAX)
+		forget_flush(c);
+	c->forget[c->nforget++] = pid;
 }
 
 void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st)
@@ -444,6 +472,7 @@ static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint
 {
 	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 
+	forget_flush(c);
 	for (int i = 0; i < WAYS; i++)
 		if (set[i].pid == t->pid && set[i].code == code)
 			return &set[i];
@@ -464,6 +493,7 @@ static struct capture *capture_find(struct pysym_cache *c, int pid, uint64_t cod
 					    (CAPTURES / CAPTURE_WAYS)) * CAPTURE_WAYS];
 	struct capture *v = &set[0];
 
+	forget_flush(c);
 	for (int i = 0; i < CAPTURE_WAYS; i++) {
 		if (set[i].pid == pid && set[i].code == code) {
 			v = &set[i];
@@ -682,6 +712,7 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 	struct entry *victim = &set[0];
 
+	forget_flush(c);
 	*err = 0;
 	c->clock++;
 	for (int i = 0; i < WAYS; i++) {
@@ -821,6 +852,7 @@ uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 {
 	const struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 
+	forget_flush((struct pysym_cache *)c);
 	for (int i = 0; code && i < WAYS; i++)
 		if (set[i].pid == t->pid && set[i].code == code)
 			return entry_key(&set[i], self);

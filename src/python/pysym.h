@@ -84,7 +84,8 @@ void pysym_check_answer(struct pysym_cache *c, size_t i, const uint8_t *bytes, u
 /* Is this code object of t cached (nothing is read)? */
 int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code);
 
-/* Forgets every entry of a process (it exited or exec'd). */
+/* Forgets every entry of a process (it exited or exec'd): dropped before
+ * the cache is next used, in one pass with the others forgotten since. */
 void pysym_forget_pid(struct pysym_cache *c, int pid);
 
 void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st);

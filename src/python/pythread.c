@@ -36,6 +36,8 @@ struct istate {
 	struct proc_slot key;		/* first: procslot.h */
 	uint64_t active;		/* threading._active, 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
+	int64_t modules_used;		/* len(sys.modules) at a search that
+					 * did not find threading; 0: none */
 	struct py_seen seen;		/* its exact dict and str types */
 	uint64_t name_key;		/* a "_name" key object seen */
 	uint64_t snap_ns;		/* when snap was read; 0: never */
@@ -51,13 +53,23 @@ static int find_active(const struct pyobj_ctx *c, struct istate *is)
 	const struct py_object_offsets *o = &c->o;
 	uint64_t modules, mod, mdict, active;
 
+	int64_t used = 0;
+
 	modules = py_read_ptr(c->t, is->key.interp + o->interp_modules);
 	if (!modules)
 		return -1;
+	/* A program that has not imported threading (most single-threaded
+	 * ones) is searched again only once sys.modules has grown or shrunk:
+	 * the search reads every key of it, each second of samples. */
+	if (o->dict_used != NO16 &&
+	    (py_read(c->t, modules + o->dict_used, &used, sizeof(used)) || used == is->modules_used))
+		return -1;
 	is->seen.dict_type = py_read_ptr(c->t, modules + c->t->layout.code.ob_type);
 	mod = pyobj_dict_get_str(c, modules, "threading", NULL, &is->seen.str_type);
-	if (!mod)
+	if (!mod) {
+		is->modules_used = used;
 		return -1;
+	}
 	mdict = py_read_ptr(c->t, mod + o->module_dict);
 	active = pyobj_dict_get_str(c, mdict, "_active", NULL, NULL);
 	if (!active || !is->seen.dict_type ||

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "elffile.h"
 #include "objcache.h"
@@ -103,11 +104,36 @@ static int version_from_image(struct elf_file *ef, unsigned hmaj,
 	return found;
 }
 
+/* What an interpreter file says of itself, found once per file and kept
+ * on its object entry (OC_PYVERSION): a host that starts many processes
+ * of a few interpreters probes each file once, not once per process (the
+ * symbol look-ups, linear in .dynsym and .symtab, were a new process's
+ * largest cost: ~1 ms for Debian's python3.11). Misses are kept too: the
+ * python3.X executable of a shared build holds no runtime. */
+struct version_found {
+	unsigned hmaj, hmin, major, minor, micro;
+	int found;
+};
+
+struct probe_memo {
+	int is_runtime;			/* probe_file()'s verdict */
+	uint64_t base;			/* first PT_LOAD's vaddr */
+	uint64_t runtime_vaddr, interp_head_vaddr, py_version_vaddr;
+	struct version_found v[2];	/* version_from_image, with the name's
+					 * hint and without */
+	int n;
+	int tramp_done;			/* tramp read, for this version */
+	unsigned tramp_major, tramp_minor;
+	struct tramp_shape tramp;
+};
+
 struct candidate {
 	const struct target_src *src;
 	struct objcache *oc;
 	struct oc_obj *obj;		/* the file's entry in the object layer */
-	const struct proc_map *map;
+	struct probe_memo *memo;	/* what it says of itself */
+	struct probe_memo scratch;	/* ... when no memo can be kept */
+	struct proc_map map;		/* its mapping (path: t->module once found) */
 	struct elf_file *ef;		/* the object layer's; not closed here */
 	uint64_t bias;
 	uint64_t runtime_vaddr;		/* _PyRuntime, 0 if absent */
@@ -141,42 +167,81 @@ static int interp_head_from_code(struct elf_file *ef, uint64_t *vaddr)
 	return 0;
 }
 
+static void memo_free(void *ctx, void *data)
+{
+	free(data);
+}
+
+/* Looks the runtime's symbols up in ef into m. */
+static void probe_symbols(struct elf_file *ef, struct probe_memo *m)
+{
+	uint64_t v;
+
+	if (elf_file_base_vaddr(ef, &m->base))
+		return;
+	if (elf_file_symbol(ef, "_PyRuntime", &m->runtime_vaddr, NULL))
+		m->runtime_vaddr = 0;
+	if (elf_file_symbol(ef, "interp_head", &m->interp_head_vaddr, NULL) &&
+	    interp_head_from_code(ef, &m->interp_head_vaddr))
+		m->interp_head_vaddr = 0;
+	if (elf_file_symbol(ef, "Py_Version", &m->py_version_vaddr, NULL))
+		m->py_version_vaddr = 0;
+	/* 2.7 and stripped 3.6 have neither symbol; still worth a version
+	 * string so the refusal names what was found. */
+	m->is_runtime = m->runtime_vaddr || m->interp_head_vaddr ||
+			elf_file_symbol(ef, "Py_GetVersion", &v, NULL) == 0;
+}
+
+/* o's memo, made and filled on first use; NULL without memory (the
+ * caller then probes into one of its own). */
+static struct probe_memo *probe_memo_of(struct objcache *oc, struct oc_obj *o)
+{
+	struct probe_memo *m = o->user[OC_PYVERSION];
+
+	if (m)
+		return m;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	probe_symbols(o->ef, m);
+	objcache_set_user(oc, OC_PYVERSION, NULL, memo_free, NULL);
+	o->user[OC_PYVERSION] = m;
+	objcache_account(oc, o, OC_PYVERSION, sizeof(*m));
+	return m;
+}
+
 /* Does this mapped file hold a CPython runtime? Opened through the object
  * layer: the unwinder and the symbolizer use the same entry later. */
-static int probe_file(pid_t pid, const struct proc_map *m, struct candidate *c)
+static int probe_file(struct oc_proc *p, size_t i, struct candidate *c)
 {
-	struct oc_obj *o = objcache_map_obj(c->oc, c->src, pid, m);
-	uint64_t base;
+	struct oc_obj *o = objcache_obj(c->oc, p, i);
+	struct probe_memo *m;
 
 	if (!o)
 		return -1;
+	m = probe_memo_of(c->oc, o);
+	if (!m) {
+		m = &c->scratch;
+		memset(m, 0, sizeof(*m));
+		probe_symbols(o->ef, m);
+	}
+	if (!m->is_runtime)
+		return -1;
 	c->obj = o;
+	c->memo = m;
 	c->ef = o->ef;
-	if (elf_file_base_vaddr(c->ef, &base))
-		goto no;
-	c->map = m;
-	c->bias = m->start - base;
-	if (elf_file_symbol(c->ef, "_PyRuntime", &c->runtime_vaddr, NULL))
-		c->runtime_vaddr = 0;
-	if (elf_file_symbol(c->ef, "interp_head", &c->interp_head_vaddr, NULL) &&
-	    interp_head_from_code(c->ef, &c->interp_head_vaddr))
-		c->interp_head_vaddr = 0;
-	if (elf_file_symbol(c->ef, "Py_Version", &c->py_version_vaddr, NULL))
-		c->py_version_vaddr = 0;
-	if (c->runtime_vaddr || c->interp_head_vaddr)
-		return 0;
-	/* 2.7 and stripped 3.6 have neither symbol; still worth a version
-	 * string so the refusal names what was found. */
-	if (elf_file_symbol(c->ef, "Py_GetVersion", &base, NULL) == 0)
-		return 0;
-no:
-	c->ef = NULL;
-	return -1;
+	c->map = p->maps.v[i];
+	c->bias = c->map.start - m->base;
+	c->runtime_vaddr = m->runtime_vaddr;
+	c->interp_head_vaddr = m->interp_head_vaddr;
+	c->py_version_vaddr = m->py_version_vaddr;
+	return 0;
 }
 
-static int find_runtime(pid_t pid, const struct proc_maps *maps, struct candidate *c,
-			int passes)
+static int find_runtime(struct oc_proc *p, struct candidate *c, int passes)
 {
+	const struct proc_maps *maps = &p->maps;
+
 	/* Files named like an interpreter first, then everything executable
 	 * (an application may embed CPython under another name). */
 	for (int pass = 0; pass < passes; pass++) {
@@ -192,39 +257,22 @@ static int find_runtime(pid_t pid, const struct proc_maps *maps, struct candidat
 			if (i > 0 && strcmp(maps->v[i - 1].path, m->path) == 0 &&
 			    maps->v[i - 1].inode == m->inode)
 				continue;	/* already probed this file */
-			if (probe_file(pid, m, c) == 0)
+			if (probe_file(p, i, c) == 0)
 				return 0;
 		}
 	}
 	return -1;
 }
 
-/* What version_from_image found in one file, per hint: a file's version
- * string does not change, and the scan (up to a MiB of .rodata, for 3.10
- * and older, which have no Py_Version) was a new process's largest cost
- * on a host that starts many of one interpreter. */
-struct version_found {
-	unsigned hmaj, hmin, major, minor, micro;
-	int found;
-};
-
-struct version_memo {
-	struct version_found v[2];	/* with the name's hint, and without */
-	int n;
-};
-
-static void memo_free(void *ctx, void *data)
-{
-	free(data);
-}
-
+/* version_from_image, once per file and hint (the scan of up to a MiB
+ * of .rodata, for 3.10 and older, which have no Py_Version). */
 static int version_of_obj(struct candidate *c, unsigned hmaj, unsigned hmin,
 			  struct py_target *t)
 {
-	struct version_memo *m = c->obj->user[OC_PYVERSION];
+	struct probe_memo *m = c->memo;
 	int found;
 
-	for (int i = 0; m && i < m->n; i++)
+	for (int i = 0; i < m->n; i++)
 		if (m->v[i].hmaj == hmaj && m->v[i].hmin == hmin) {
 			t->major = m->v[i].major;
 			t->minor = m->v[i].minor;
@@ -232,12 +280,7 @@ static int version_of_obj(struct candidate *c, unsigned hmaj, unsigned hmin,
 			return m->v[i].found;
 		}
 	found = version_from_image(c->ef, hmaj, hmin, t);
-	if (!m && (m = calloc(1, sizeof(*m)))) {
-		objcache_set_user(c->oc, OC_PYVERSION, NULL, memo_free, NULL);
-		c->obj->user[OC_PYVERSION] = m;
-		objcache_account(c->oc, c->obj, OC_PYVERSION, sizeof(*m));
-	}
-	if (m && m->n < 2)
+	if (m->n < 2)
 		m->v[m->n++] = (struct version_found){ .hmaj = hmaj, .hmin = hmin,
 						       .major = t->major, .minor = t->minor,
 						       .micro = t->micro, .found = found };
@@ -259,7 +302,7 @@ static int detect_version(pid_t pid, struct candidate *c, struct py_target *t)
 		c->version_exact = 1;
 		return 0;
 	}
-	version_from_name(c->map->path, &hmaj, &hmin);
+	version_from_name(c->map.path, &hmaj, &hmin);
 	if (version_of_obj(c, hmaj, hmin, t) == 0 ||
 	    (hmaj && version_of_obj(c, 0, 0, t) == 0)) {
 		t->version_hex = t->major << 24 | t->minor << 16 | t->micro << 8 | 0xf0;
@@ -322,13 +365,53 @@ int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pi
 	return detect(src, oc, pid, t, 1, err, errlen);
 }
 
+/* pid's maps as they are now, in the object layer: the unwind tables and
+ * the symbolizer use the same view and the objects found behind it, not
+ * a read of their own. NULL if they cannot be read. */
+static struct oc_proc *maps_now(struct objcache *oc, const struct target_src *src, pid_t pid)
+{
+	struct timespec ts;
+	struct oc_proc *p;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	p = objcache_proc(oc, src, pid);
+	/* Known from an earlier try (a process still starting) or a
+	 * process that had the pid before: read again. */
+	if (p && p->read_ns < now && objcache_refresh(oc, p, now))
+		return NULL;
+	return p;
+}
+
+/* What is read of a process once it is known to run Python. */
+static void describe_process(const struct target_src *src, pid_t pid, struct py_target *t)
+{
+	proc_cmdline(src, pid, t->cmdline, sizeof(t->cmdline));
+	proc_container_id(src, pid, t->container_id, sizeof(t->container_id));
+	proc_root_read(pid, &t->root);
+}
+
+/* The file's perf trampoline template, read once per file. */
+static void tramp_of(struct candidate *c, struct py_target *t)
+{
+	struct probe_memo *m = c->memo;
+
+	if (!m->tramp_done || m->tramp_major != t->major || m->tramp_minor != t->minor) {
+		pytramp_read(c->ef, t->major, t->minor, &m->tramp);
+		m->tramp_major = t->major;
+		m->tramp_minor = t->minor;
+		m->tramp_done = 1;
+	}
+	t->tramp = m->tramp;
+}
+
 static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 		  struct py_target *t, int passes, char *err, size_t errlen)
 {
-	struct proc_maps maps;
 	struct candidate c = { .src = src, .oc = oc };
+	struct oc_proc *p;
 	char note[320];
-	int ret = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->src = src;
@@ -336,42 +419,41 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	t->pid = pid;
 	t->start_time = proc_start_time(pid);
 	proc_comm(src, pid, t->comm, sizeof(t->comm));
-	proc_cmdline(src, pid, t->cmdline, sizeof(t->cmdline));
-	proc_container_id(src, pid, t->container_id, sizeof(t->container_id));
-	proc_root_read(pid, &t->root);
-	proc_root_note(&t->root, note, sizeof(note));
-	if (!t->start_time || proc_maps_read(src, pid, &maps)) {
+	if (!t->start_time || !(p = maps_now(oc, src, pid))) {
 		snprintf(err, errlen, "pid %d: no such process (or /proc/%d/maps unreadable: run as root)",
 			 (int)pid, (int)pid);
 		return -1;
 	}
-	if (find_runtime(pid, &maps, &c, passes)) {
+	/* A process still starting is tried again and again: the failure is
+	 * the cheap path (the files' verdicts are kept on their entries). */
+	if (find_runtime(p, &c, passes)) {
 		snprintf(err, errlen, "pid %d (%s) is not a CPython process: no python executable or libpython with a runtime symbol in its memory maps",
 			 (int)pid, t->comm);
-		goto out;
+		return -1;
 	}
-	snprintf(t->module, sizeof(t->module), "%s", c.map->path);
+	snprintf(t->module, sizeof(t->module), "%s", c.map.path);
+	c.map.path = t->module;
+	describe_process(src, pid, t);
+	proc_root_note(&t->root, note, sizeof(note));
 	if (detect_version(pid, &c, t)) {
 		snprintf(err, errlen, "pid %d (%s): cannot tell the Python version of %s%s",
 			 (int)pid, t->comm, t->module, note);
-		goto out;
+		return -1;
 	}
 	if (choose_layout(pid, &c, t, err, errlen))
-		goto out;
+		return -1;
 	if (!c.runtime_vaddr && !c.interp_head_vaddr) {
 		snprintf(err, errlen, "pid %d (%s): Python %u.%u found in %s%s, but neither _PyRuntime nor interp_head is in its symbol tables (stripped 3.6?)",
 			 (int)pid, t->comm, t->major, t->minor, t->module, note);
-		goto out;
+		return -1;
 	}
 	t->runtime_addr = c.runtime_vaddr ? c.runtime_vaddr + c.bias : 0;
 	fill_bpf_config(t, &c);
+	/* Before anything else loads objects: c's entry and memo stay. */
+	tramp_of(&c, t);
 	/* No eval-loop anchor before 3.11: the merge finds the loop by its
 	 * code's address instead (pyeval.h). */
 	if (t->layout.walk.entry_kind == PY_ENTRY_EVERY)
 		pyeval_of_target(t, &t->eval);
-	pytramp_read(c.ef, t->major, t->minor, &t->tramp);
-	ret = 0;
-out:
-	proc_maps_free(&maps);
-	return ret;
+	return 0;
 }

@@ -32,6 +32,9 @@ struct py_target {
 					 * module (no anchor to merge by) */
 	struct proc_root root;		/* the root its paths (module, maps) are in */
 	struct tramp_shape tramp;	/* its perf trampoline template (pytramp.h) */
+	pid_t forked_from;		/* a copy of this target made at its fork
+					 * (same files at the same addresses), or
+					 * 0: probed */
 };
 
 /* Finds the interpreter in pid's address space, read through src (kept in
