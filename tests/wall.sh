@@ -8,8 +8,8 @@
 # chroot (tests/sid-common.sh; missing, those cases fail): each thread
 # weighs the profile's duration within 2 %, under its own function
 # (tests/check_wall.py). Also with --no-native (Python frames only),
-# recorded and replayed, in continuous mode, where each interval weighs
-# its waits whole, and with the target sharing one CPU with busy loops.
+# recorded and replayed, and in continuous mode, where each interval
+# weighs its waits whole.
 set -u
 : "${PYPERF:=./pyperf-pprof}"
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
@@ -80,34 +80,8 @@ for py in $root/3.8.18/bin/python3.8 /usr/bin/python3.11 $root/3.12.1/bin/python
 	twice run "$py" wall
 done
 
-# run_crowded PY: the workload on CPU 0 with three busy loops, a 500 ms
-# window: the busy thread waits for the CPU a quarter of the time, at the
-# window's start and end too, where a wait was not counted before (3-5 %
-# short then, three runs in four).
-run_crowded() {
-	py=$1
-	hogs=
-	for i in 1 2 3; do
-		taskset -c 0 sh -c 'while :; do :; done' &
-		hogs="$hogs $!"
-	done
-	rm -f "$work/ready"
-	taskset -c 0 "$py" "$TOP_SRCDIR/tests/workloads/wall_threads.py" 60 > "$work/ready" &
-	pid=$!
-	i=0
-	until grep -q ready "$work/ready" 2>/dev/null; do
-		i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
-	done
-	"$PYPERF" --pid $pid --mode wall -d 500 -o "$work/c.pb.gz" -q
-	stop
-	# shellcheck disable=SC2086
-	kill $hogs; wait $hogs 2>/dev/null
-	check "$py wall, crowded CPU" "$work/c.pb.gz"
-}
-
 py=$root/3.12.1/bin/python3.12
 if [ -x "$py" ]; then
-	twice run_crowded "$py"
 	twice run "$py" "wall --no-native" --no-native
 	# The records of the threads found waiting are in a recording too:
 	# its replay is the live profile, byte for byte.
