@@ -12,6 +12,7 @@
 #include "pyperf.h"
 #include "common.bpf.h"
 #include "checks.bpf.h"
+#include "asynctask.bpf.h"
 #include "pywalk.bpf.h"
 #include "native_unwind.bpf.h"
 
@@ -438,6 +439,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	struct walk_ctx w = {};
 	__u64 wake;
 	struct py_proc_config *cfg;
+	const struct py_task_src *src;
 	struct py_sample *s;
 	__u64 tstate, size, now;
 	__u32 npcs = 0, fsize;
@@ -490,6 +492,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.nkframes = 0;
 	s->na = 0;
 	s->anchor_next = 0;
+	s->ntask = 0;
+	s->task_hits = 0;
 	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
 
 	/* A compact record (bpf/pyperf.h) where nothing needs regs, self or
@@ -503,6 +507,13 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.flags |= gil_state(cfg, tstate);
 	if (gil_only && !(s->h.flags & SAMPLE_F_GIL_HELD))
 		return 0;
+	/* The running task's candidates, for the walk to find. */
+	src = tstate ? bpf_map_lookup_elem(&task_srcs, &tgid) : NULL;
+	if (src) {
+		find_tasks(src, s, tstate);
+		if (s->ntask)
+			stat_inc(STAT_TASK_CANDS);
+	}
 	walk_thread(&w, cfg, s, tstate, err);
 	s->h.native_n = 0;
 	s->h.native_end = 0;
@@ -531,6 +542,14 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.nanchors = 0;
 	if (s->h.stack_len && (s->h.flags & SAMPLE_F_ANCHORED))
 		size += copy_anchors(s, size, s->na);
+	if (s->task_hits == 1) {
+		src = bpf_map_lookup_elem(&task_srcs, &tgid);
+		if (src && put_task(src, s, size)) {
+			size += sizeof(struct py_task_capture);
+			s->h.flags |= SAMPLE_F_TASK;
+			stat_inc(STAT_TASK_FOUND);
+		}
+	}
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	out = s;

@@ -169,6 +169,71 @@ struct py_proc_config {
 				 * counted from there */
 };
 
+/*
+ * The asyncio task a thread runs, found at the sample (issue 23): the
+ * label named later from what was read then, never from what runs when
+ * user space reads. Per target process, in the "task_srcs" map, written
+ * by user space once it knows where the process keeps its running tasks
+ * (src/python/pyasyncio.c). Candidates: the thread state's running task
+ * (3.14+, ts_task), else the values of asyncio's current-tasks dict
+ * {loop: task} (3.7-3.13; one entry per loop running a step). A
+ * candidate is the thread's running task only if its coroutine's frame
+ * is on the thread's Python stack at that instant (its frame lives in the
+ * coroutine from 3.11, coroutine->cr_frame before): exactly one must be.
+ */
+#define PY_TASK_CANDS		4	/* candidates checked per sample */
+#define PY_TASK_DICT_ENTRIES	21	/* dict entries read, at most: a table of
+					 * 32 slots fills up at 21; two loops'
+					 * inserts and deletes made tables of 16
+					 * with 10 entries on 3.12 */
+#define PY_CAPTURE_TASK_STR	112	/* bytes of the name and qualname objects */
+
+struct py_task_src {
+	__u64 dict;		/* the current-tasks dict; 0: none */
+	__u16 ts_task;		/* thread state -> running task; 0: none */
+	__u16 dict_keys;	/* PyDictObject.ma_keys */
+	__u16 dk_size;		/* <=3.10 PyDictKeysObject.dk_size; NO_FIELD 3.11+ */
+	__u16 dk_log2_index_bytes;	/* 3.11+ */
+	__u16 dk_kind;		/* 3.11+; entries must be of kind dk_kind_general */
+	__u16 dk_kind_general;
+	__u16 dk_nentries;
+	__u16 dk_indices;
+	__u16 entry_size;	/* PyDictKeyEntry */
+	__u16 entry_value;
+	__u16 ob_type;		/* PyObject.ob_type */
+	__u16 task_coro;	/* TaskObj.task_coro */
+	__u16 task_name;	/* TaskObj.task_name; NO_FIELD (3.7): none */
+	__u16 cr_frame;		/* <=3.10: PyCoroObject.cr_frame (a pointer);
+				 * NO_FIELD from 3.11 */
+	__u16 cr_iframe;	/* 3.11+: the frame inside the coroutine */
+	__u16 cr_qualname;	/* PyCoroObject.cr_qualname */
+	__u16 task_read;	/* bytes of a Task read at once: to the end of
+				 * ob_type, task_coro and task_name (<= 256) */
+	__u16 str_data;		/* where a compact ASCII str's characters start */
+	__u64 str_type;		/* the str type (&PyUnicode_Type); 0: not known
+				 * yet. A name of that type that does not begin
+				 * "Task-" is no default name: its task's label
+				 * is the name alone, no qualname is copied */
+};
+
+/* The record's tail with SAMPLE_F_TASK. user space names the task from
+ * it alone: task_type must be a C Task (checked there), name and qualname
+ * are the first bytes of the task's name object (a str, 3.12+ an int for
+ * a default name, 3.7 none) and of its coroutine's __qualname__ as they
+ * were at the sample, so a task freed since and an object at its address
+ * cannot lend their names. */
+struct py_task_capture {
+	__u64 task;		/* the Task object */
+	__u64 task_type;	/* its ob_type */
+	__u64 coro;		/* its coroutine */
+	__u32 frame;		/* index of the coroutine's frame in the record */
+	__u16 name_len;		/* bytes of name read; 0: no name object */
+	__u16 qual_len;		/* bytes of qual read; 0: not needed (a name
+				 * that is no default, py_task_src.str_type) */
+	__u8 name[PY_CAPTURE_TASK_STR];
+	__u8 qual[PY_CAPTURE_TASK_STR];
+};
+
 /* Process events for discovery (the "proc_events" ring buffer), in the
  * profiler's PID namespace. */
 enum proc_event_kind {
@@ -216,6 +281,9 @@ struct py_proc_event {
 					    * with no tables yet */
 #define SAMPLE_F_CODE_NAME	(1u << 18) /* not a sample: a struct
 					    * py_code_capture */
+#define SAMPLE_F_TASK		(1u << 19) /* a struct py_task_capture ends
+					    * the record: the asyncio task
+					    * running at the sample */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -289,6 +357,8 @@ enum pyperf_stat {
 	STAT_LATE_NS,
 	STAT_LOST_NS,		/* periods of the lost records (STAT_LOST) */
 	STAT_CODE_CAPTURES,	/* struct py_code_capture records sent */
+	STAT_TASK_CANDS,	/* samples with asyncio task candidates */
+	STAT_TASK_FOUND,	/* ... whose running task was captured */
 	STAT__COUNT,
 };
 
@@ -477,6 +547,22 @@ struct py_sample {
 	__u64 anchors[PY_ANCHORS_MAX];
 	__u32 na;		/* groups closed: anchors put (may pass the max) */
 	__u32 anchor_next;	/* the native walk's place in them */
+	/* Scratch of the task search (struct py_task_src): candidates'
+	 * coroutine frames, the one matched and how many matched. */
+	__u64 task_frame[PY_TASK_CANDS];
+	__u64 task_obj[PY_TASK_CANDS];
+	__u64 task_coro[PY_TASK_CANDS];
+	__u64 task_type[PY_TASK_CANDS];
+	__u64 task_name[PY_TASK_CANDS];
+	__u64 task_buf[32];	/* a Task's first task_read bytes */
+	__u32 ntask;
+	__u32 task_hits;
+	__u32 task_at;		/* frame index of the match */
+	__u32 task_which;	/* its candidate */
+	__u64 task_keys[6];	/* the dict's keys object header */
+	__u64 task_ents[64];	/* its entries: PY_TASK_DICT_ENTRIES * 3 words,
+				 * rounded up to a power of 2 */
+	struct py_task_capture tcap;
 };
 
 /*
@@ -549,6 +635,10 @@ struct py_frame_compact {
 /* ... and its eval-loop anchors (__u64 each), where a stack was copied. */
 #define PY_SAMPLE_ANCHOR_OFF(nframes, native_n, stack_len, nkframes) \
 	(PY_SAMPLE_KSTACK_OFF(nframes, native_n, stack_len) + (nkframes) * 8)
+
+/* ... and its struct py_task_capture (SAMPLE_F_TASK), after the anchors. */
+#define PY_SAMPLE_TASK_OFF(nframes, native_n, stack_len, nkframes, nanchors) \
+	(PY_SAMPLE_ANCHOR_OFF(nframes, native_n, stack_len, nkframes) + (nanchors) * 8)
 
 /* ---- --unwind kernel: native unwinding in BPF ---------------------------
  * User space converts each object's CFI to rows (src/native/unwind_table.c)

@@ -144,6 +144,25 @@ __noinline int put_frame(struct py_sample *s, __u32 n, int compact,
 	return same;
 }
 
+/* The walk kept frame n at addr: is it the coroutine frame of a running
+ * task's candidate (asynctask.bpf.h)? Global: nothing in the walk's own
+ * states. */
+__noinline int match_task(struct py_sample *s, __u64 addr, __u32 n)
+{
+	if (!s)
+		return 0;
+	for (__u32 k = 0; k < PY_TASK_CANDS; k++) {
+		if (k >= s->ntask)
+			break;
+		if (s->task_frame[k] == addr) {
+			s->task_hits++;
+			s->task_at = n;
+			s->task_which = k;
+		}
+	}
+	return 0;
+}
+
 /* Sets FRAME_F_ENTRY in frame n; 0 if it was set already. */
 __noinline int mark_entry(struct py_sample *s, __u32 n, int compact)
 {
@@ -336,6 +355,9 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 
 		if (!put_frame(c->s, n, c->compact, &r))
 			c->fresh |= code_is_new(off, c->s, f.code, f.globals);
+		/* No call where no task runs (a program without asyncio). */
+		if (c->s->ntask)
+			match_task(c->s, addr, n);
 		if (r.flags & FRAME_F_ENTRY)
 			c->cframe = entry_anchor(off, c->s, c->cframe);
 		c->n = n + 1;

@@ -164,12 +164,23 @@ void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
 		return;	/* not loaded yet: bpf_attach_load() registers it */
 	if (!add) {
 		bpf_map__delete_elem(a->skel->maps.procs, &key, sizeof(key), 0);
+		bpf_map__delete_elem(a->skel->maps.task_srcs, &key, sizeof(key), 0);
 		return;
 	}
 	c.since_ns = now_ns();
 	if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key), &c, sizeof(c), BPF_ANY))
 		fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 			t->pid, strerror(errno));
+}
+
+void bpf_attach_task_src(struct bpf_attach *a, int pid, const struct py_task_src *src)
+{
+	__u32 key = (__u32)pid;
+
+	if (a->skel && bpf_map__update_elem(a->skel->maps.task_srcs, &key, sizeof(key), src,
+					    sizeof(*src), BPF_ANY))
+		fprintf(stderr, "pyperf-pprof: cannot give pid %d's asyncio tasks to the BPF program: %s\n",
+			pid, strerror(errno));
 }
 
 static int event_attr(const struct config *cfg, struct perf_event_attr *a)

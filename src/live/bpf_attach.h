@@ -41,6 +41,10 @@ int bpf_attach_events(struct bpf_attach *a, const struct config *cfg, long scan_
 /* A target came (add) or went: the BPF table follows. */
 void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add);
 
+/* Where the program finds process pid's running asyncio tasks (struct
+ * py_task_src, from the pipeline). */
+void bpf_attach_task_src(struct bpf_attach *a, int pid, const struct py_task_src *src);
+
 /* The unwind-table maps (--unwind kernel/both): rows, objects, process
  * mappings, pages; in the order ktables_new() takes them. */
 void bpf_attach_unwind_fds(const struct bpf_attach *a, int fds[4]);

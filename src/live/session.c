@@ -377,6 +377,19 @@ static void note_batch(struct session *s, size_t upto)
 		pipeline_precheck(s->pl, e->t, e + 1, e->size);
 }
 
+/* The asyncio task sources the samples just added revealed go to the
+ * BPF program, which names its processes' running tasks from then on. */
+static void push_task_srcs(struct session *s)
+{
+	struct py_task_src src[4];
+	int pid[4];
+	size_t n;
+
+	while ((n = pipeline_task_srcs(s->pl, pid, src, 4)) > 0)
+		for (size_t i = 0; i < n; i++)
+			bpf_attach_task_src(&s->bpf, pid[i], &src[i]);
+}
+
 /* Ends the checks noted (reading those not answered), adds the records
  * before byte upto and keeps the rest. 0, or -ENOMEM (the session then
  * ends, writing what it has). */
@@ -389,6 +402,7 @@ static int add_batch(struct session *s, size_t upto)
 	pipeline_precheck_end(s->pl);
 	while (!r && o < upto && (e = batch_next(&s->batch, &o)))
 		r = pipeline_sample(s->pl, e->t, e + 1, e->size) ? -ENOMEM : 0;
+	push_task_srcs(s);
 	if (!upto)
 		return r;
 	s->batch.added++;
@@ -899,6 +913,9 @@ static void write_failed(struct session *s, int final, const char *err)
 			fprintf(stderr, "; keeping the samples for the next write\n");
 	}
 }
+
+/* A tick carries every BPF counter (enum pyperf_stat). */
+_Static_assert(STAT__COUNT <= PIPELINE_MAX_STATS, "PIPELINE_MAX_STATS below STAT__COUNT");
 
 /* Writes the current profile: an interval boundary of the pipeline. With
  * rotate, a new interval starts (the caches are kept); so it does after a

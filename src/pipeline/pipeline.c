@@ -166,6 +166,11 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t)
 		objcache_forget_pid(k->objs, t->pid);
 }
 
+size_t pipeline_task_srcs(struct pipeline *p, int *pids, struct py_task_src *srcs, size_t max)
+{
+	return p->sink.tasks ? pyasyncio_task_srcs(p->sink.tasks, pids, srcs, max) : 0;
+}
+
 void pipeline_precheck(struct pipeline *p, const struct py_target *t, const void *rec,
 		       size_t size)
 {

@@ -19,7 +19,8 @@
 #include "pyversion.h"
 #include "sample.h"
 
-#define PIPELINE_MAX_STATS	32		/* BPF counters carried by a tick */
+#define PIPELINE_MAX_STATS	40		/* BPF counters carried by a tick (STAT__COUNT
+					 * at most: session.c checks) */
 #define PIPELINE_MAX_CACHE	(1u << 16)	/* bound on the cache sizes asked for */
 #define PIPELINE_SYMCACHE	16384		/* code objects cached, when not given */
 #define PIPELINE_THREADCACHE	8192		/* thread names cached, when not given */
@@ -122,6 +123,10 @@ int pipeline_is_prompt(const struct pipeline *p, const struct py_target *t, cons
  * -1 when memory ran out. */
 int pipeline_sample(struct pipeline *p, const struct py_target *t, const void *rec,
 		    size_t size);
+/* Where the BPF program is to find each process's running asyncio tasks,
+ * for those found or changed since the last call (pyasyncio_task_srcs).
+ * Live only. */
+size_t pipeline_task_srcs(struct pipeline *p, int *pids, struct py_task_src *srcs, size_t max);
 /*
  * Writes the current interval's profile (counters of that interval only,
  * time from its start to the tick). With k->rotate, and if the write

@@ -983,6 +983,37 @@ static size_t async_stack(struct sample_sink *k, const struct py_target *t, size
 	return m;
 }
 
+/* The asyncio_task label of record s (size bytes, full layout), or NULL:
+ * named from the task the BPF program found running (SAMPLE_F_TASK);
+ * else, for pure-Python tasks only, from the task running now if the
+ * stack runs its coroutine (python_frames() left the frames' code objects
+ * in k->codes). *task: the task object the label names (--async's
+ * start), or 0. */
+static const char *task_label(struct sample_sink *k, const struct py_target *t,
+			      const struct py_sample *s, size_t size, uint64_t *task)
+{
+	size_t off = PY_SAMPLE_TASK_OFF(s->h.nframes, s->h.native_n, s->h.stack_len,
+					s->h.nkframes, s->h.nanchors);
+	struct py_task_capture cap;
+	const char *label;
+
+	*task = 0;
+	if (!(s->h.flags & SAMPLE_F_TASK))
+		return pyasyncio_cache_task_at(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
+					       s->h.nframes, s->h.time_ns, task);
+	if (off + sizeof(cap) > size) {
+		k->n.malformed++;
+		return NULL;
+	}
+	memcpy(&cap, (const uint8_t *)s + off, sizeof(cap));
+	if (cap.frame >= s->h.nframes)
+		return NULL;
+	label = pyasyncio_cache_capture(k->tasks, t, s->h.tid, s->h.tstate, &cap, s->h.time_ns);
+	if (label)
+		*task = cap.task;
+	return label;
+}
+
 int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec,
 	       size_t size)
 {
@@ -1052,10 +1083,8 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	 * imported threading (the comm would be the process name). */
 	if (!tname && s->h.tid == s->h.pid)
 		tname = "MainThread";
-	/* python_frames() left the frames' code objects in k->codes. */
 	if (k->tasks && s->h.tstate)
-		task = pyasyncio_cache_task_at(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
-					       s->h.nframes, s->h.time_ns, &task_obj);
+		task = task_label(k, t, s, size, &task_obj);
 	if (k->awaits && task_obj)
 		n = async_stack(k, t, n, np, task_obj, s->h.time_ns);
 	if (offcpu_first(k, t, s, n, tname ? tname : comm, task))

@@ -1,5 +1,9 @@
 /*
- * The asyncio task a thread runs, from user space.
+ * The asyncio task a thread runs. A C Task is found by the BPF program at
+ * the sample (bpf/pyperf.h, struct py_task_src and py_task_capture) and
+ * named here from what it copied (pyasyncio_cache_capture); what follows
+ * is how this file finds where the program is to look (note_src), and how
+ * it reads a pure-Python task itself, late, from user space.
  *
  * CPython 3.7 to 3.13 keep "the task each loop is running" in one dict,
  * _asyncio._current_tasks {loop: task} (the C accelerator's; module
@@ -134,6 +138,11 @@ struct aproc {
 	int dl_state;			/* 1: dl read, -1: refused, 0: not yet,
 					 * 2: no section yet, dl without C Task */
 	uint64_t sec_retry_ns;		/* no look for the section before this */
+	/* Where the BPF program finds the running tasks (bpf/pyperf.h);
+	 * src_dirty: changed since pyasyncio_task_srcs() last gave it. */
+	struct py_task_src src;
+	int src_dirty;
+	uint64_t str_type;		/* the type classified TK_STR; 0: none yet */
 	struct { uint64_t type; uint8_t kind; } types[NTYPES];
 	struct { uint64_t loop, ident, ns; } loops[NPLOOPS];	/* whose loop */
 	unsigned next_type;
@@ -229,24 +238,31 @@ static enum tkind classify_uncached(const struct ctx *x, uint64_t type)
 	return TK_OTHER;
 }
 
-/* What the object at obj is, by its type (remembered per interpreter). */
-static enum tkind classify(const struct ctx *x, uint64_t obj)
+/* What an object of type type is (remembered per interpreter). */
+static enum tkind classify_type(const struct ctx *x, uint64_t type)
 {
 	struct aproc *ap = x->ap;
-	uint64_t type = obj ? py_read_ptr(x->t, obj + x->t->layout.code.ob_type) : 0;
 	enum tkind k;
 
-	if (!type)
+	if (!type || (type & 7))
 		return TK_NONE;
 	for (int i = 0; i < NTYPES; i++)
 		if (ap->types[i].type == type)
 			return (enum tkind)ap->types[i].kind;
 	k = classify_uncached(x, type);
+	if (k == TK_STR)
+		ap->str_type = type;
 	if (k != TK_NONE) {
 		ap->types[ap->next_type % NTYPES].type = type;
 		ap->types[ap->next_type++ % NTYPES].kind = (uint8_t)k;
 	}
 	return k;
+}
+
+/* What the object at obj is, by its type. */
+static enum tkind classify(const struct ctx *x, uint64_t obj)
+{
+	return classify_type(x, obj ? py_read_ptr(x->t, obj + x->t->layout.code.ob_type) : 0);
 }
 
 /* ---- tasks ----------------------------------------------------------- */
@@ -255,6 +271,8 @@ static enum tkind classify(const struct ctx *x, uint64_t obj)
 struct recent {
 	uint64_t task, name, coro;	/* task 0: empty slot */
 	uint64_t code;			/* the coroutine's code object; 0: unknown */
+	int c_task;			/* a C Task: labelled from the BPF
+					 * program's capture only */
 	char label[PYASYNCIO_LABEL_MAX];
 };
 
@@ -333,6 +351,7 @@ static int task_read(const struct ctx *x, uint64_t task, uint64_t name, uint64_t
 	r->task = task;
 	r->name = name;
 	r->coro = coro;
+	r->c_task = classify(x, task) == TK_TASK_C;
 	if (coro_info(x, coro, &r->code, q, sizeof(q)) || x->ap->refused)
 		return -1;
 	pyasyncio_format(r->label, sizeof(r->label), n, is_default, q);
@@ -453,6 +472,63 @@ static void recheck(const struct ctx *x, uint64_t interp, uint64_t now)
 		ap->current_tasks = d;
 }
 
+/*
+ * Where the BPF program is to find this interpreter's running C Tasks at
+ * each sample (struct py_task_src, bpf/pyperf.h): 3.14+ the thread
+ * state's running task, before the current-tasks dict found here, with
+ * the offsets to read both, a Task's coroutine and its frame. Marked for
+ * pyasyncio_task_srcs() when it changed.
+ */
+static void note_src(const struct ctx *x)
+{
+	const struct pyasyncio_layout *l = x->l;
+	const struct py_object_offsets *o = &x->o;
+	struct py_task_src src = {
+		.ob_type = x->t->layout.code.ob_type,
+		.task_coro = l->task_coro,
+		.task_name = l->task_name,
+		/* <=3.10: the frame object is the coroutine's first field
+		 * (PyCoroObject.cr_frame, 16 in every pyenv build's DWARF) */
+		.cr_frame = x->t->minor <= 10 ? (uint16_t)(x->t->layout.code.ob_type + 8) : NO16,
+		.cr_iframe = x->t->minor <= 10 ? NO16 : l->cr_iframe,
+		.cr_qualname = l->cr_qualname,
+	};
+	uint16_t end = l->task_coro > src.ob_type ? l->task_coro : src.ob_type;
+
+	/* Learnt from the first str classified (a name or qualname). */
+	src.str_type = x->ap->str_type;
+	src.str_data = x->t->layout.code.unicode_ascii_size;
+
+	if (l->task_name != NO16 && l->task_name > end)
+		end = l->task_name;
+	src.task_read = (uint16_t)((end + 8 + 7) & ~7u);
+
+	if (!l->task_size || l->task_coro == NO16 || l->cr_qualname == NO16 ||
+	    (x->t->minor > 10 && l->cr_iframe == NO16) || l->free_threaded)
+		return;
+	if (l->ts_task) {
+		src.ts_task = l->ts_task;
+	} else {
+		if (!x->ap->current_tasks || o->dict_keys == NO16 || o->dk_nentries == NO16 ||
+		    o->dk_indices == NO16)
+			return;
+		src.dict = x->ap->current_tasks;
+		src.dict_keys = o->dict_keys;
+		src.dk_size = o->dk_size;
+		src.dk_log2_index_bytes = o->dk_log2_index_bytes;
+		src.dk_kind = o->dk_kind;
+		src.dk_kind_general = o->dk_kind_general;
+		src.dk_nentries = o->dk_nentries;
+		src.dk_indices = o->dk_indices;
+		src.entry_size = o->entry_size;
+		src.entry_value = o->entry_value;
+	}
+	if (memcmp(&src, &x->ap->src, sizeof(src))) {
+		x->ap->src = src;
+		x->ap->src_dirty = 1;
+	}
+}
+
 /* The task e's thread runs now, or 0. */
 static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now)
 {
@@ -476,6 +552,7 @@ static uint64_t current_task(const struct ctx *x, struct tentry *e, uint64_t now
 	if (!ap->current_tasks && find_current_tasks(x, e->interp, now))
 		return 0;
 	recheck(x, e->interp, now);
+	note_src(x);
 	n = pyobj_dict_items(x->t, &ap->seen, ap->current_tasks, loops, tasks, MAX_LOOPS);
 	if (n < 0) {
 		ap->current_tasks = 0;	/* not a dict (any more): search again */
@@ -557,6 +634,8 @@ static int section_layout(struct ctx *x, uint64_t now)
 	x->py_tasks = pyobj_offsets(x->t, &x->o, &gil) == 0;
 	x->o = x->t->layout.obj;
 	x->o.type_basicsize = ap->dl.type_basicsize;
+	if (ap->dl_state == 1)
+		note_src(x);
 	/* Without a section only pure-Python tasks can be read. */
 	return ap->dl_state == 1 || x->py_tasks ? 0 : -1;
 }
@@ -611,6 +690,7 @@ struct pyasyncio_cache {
 	uint32_t clock;
 	struct aproc procs[NPROCS];
 	struct pyasyncio_stats st;
+	char label[PYASYNCIO_LABEL_MAX];	/* pyasyncio_cache_capture()'s */
 };
 
 struct pyasyncio_cache *pyasyncio_cache_new(size_t capacity)
@@ -717,7 +797,10 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 	const char *found = NULL;
 
 	*task = 0;
-	if (e->cur >= 0) {
+	/* A C Task is named from the BPF program's capture alone
+	 * (pyasyncio_cache_capture): this guess by code object is kept for
+	 * pure-Python tasks, which it cannot read. */
+	if (e->cur >= 0 && !e->recent[e->cur].c_task) {
 		const struct recent *r = &e->recent[e->cur];
 
 		if (!r->code || in_stack(r->code, codes, n)) {
@@ -731,7 +814,7 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 	for (int i = 0; i < NRECENT; i++) {
 		const struct recent *r = &e->recent[i];
 
-		if (!r->task || !in_stack(r->code, codes, n))
+		if (!r->task || r->c_task || !in_stack(r->code, codes, n))
 			continue;
 		if (found && strcmp(found, r->label)) {
 			*task = 0;
@@ -745,33 +828,42 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 	return found;
 }
 
+/* The view of e's interpreter (t, layout l) into *x. 0 when ready. */
+static int ctx_open(struct pyasyncio_cache *c, const struct py_target *t,
+		    const struct pyasyncio_layout *l, struct tentry *e, uint64_t tstate,
+		    uint64_t now_ns, struct ctx *x)
+{
+	struct py_gil_offsets gil;
+
+	*x = (struct ctx){ .t = t, .l = l, .refusals = &c->st.refusals };
+	if (l == &from_section) {
+		if (!e->interp)
+			e->interp = tstate_interp(x, tstate);
+		if (!e->interp)
+			return -1;
+		x->ap = aproc_get(c, t, e->interp);
+		return section_layout(x, now_ns);
+	}
+	if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
+		e->interp = 0;
+	if (!e->interp || pyobj_offsets(t, &x->o, &gil))
+		return -1;
+	x->ap = aproc_get(c, t, e->interp);
+	return 0;
+}
+
 /* Reads the thread's current task now, into e's recent tasks. */
 static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 		    const struct pyasyncio_layout *l, struct tentry *e, uint64_t tstate,
 		    uint64_t now_ns)
 {
-	struct ctx x = { .t = t, .l = l, .refusals = &c->st.refusals };
-	struct py_gil_offsets gil;
+	struct ctx x;
 
 	c->st.lookups++;
 	e->time_ns = now_ns;
 	e->cur = -1;
-	if (l == &from_section) {
-		if (!e->interp)
-			e->interp = tstate_interp(&x, tstate);
-		if (!e->interp)
-			return;
-		x.ap = aproc_get(c, t, e->interp);
-		if (section_layout(&x, now_ns) == 0)
-			read_current(&x, e, now_ns);
-		return;
-	}
-	if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
-		e->interp = 0;
-	if (e->interp && pyobj_offsets(t, &x.o, &gil) == 0) {
-		x.ap = aproc_get(c, t, e->interp);
+	if (ctx_open(c, t, l, e, tstate, now_ns, &x) == 0)
 		read_current(&x, e, now_ns);
-	}
 }
 
 const char *pyasyncio_cache_task_at(struct pyasyncio_cache *c, const struct py_target *t,
@@ -816,4 +908,97 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 	uint64_t task;
 
 	return pyasyncio_cache_task_at(c, t, tid, tstate, codes, ncodes, now_ns, &task);
+}
+
+/* The str (or, name only, int: a default name not formatted yet) whose
+ * first len bytes the BPF program copied into obj, into buf ("" when
+ * none). 0, or -1 when the object is neither. */
+static int captured_str(const struct ctx *x, const uint8_t *obj, size_t len, int *is_int,
+			char *buf, size_t size)
+{
+	uint16_t ob_type = x->t->layout.code.ob_type;
+	uint64_t type;
+
+	buf[0] = '\0';
+	*is_int = 0;
+	if (!len)
+		return 0;
+	if (len < (size_t)ob_type + 8)
+		return -1;
+	memcpy(&type, obj + ob_type, sizeof(type));
+	switch (classify_type(x, type)) {
+	case TK_STR:
+		return pysym_str_prefix(x->t, obj, len, buf, size);
+	case TK_INT:
+		*is_int = 1;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* The label of the task the BPF program captured, from the capture
+ * alone (the task may be gone since). 0, or -1 (no label). */
+static int capture_label(const struct ctx *x, const struct py_task_capture *cap, char *buf,
+			 size_t len)
+{
+	char n[NAME_MAX_READ], q[NAME_MAX_READ];
+	int n_int, q_int, is_default;
+
+	if (x->ap->refused || classify_type(x, cap->task_type) != TK_TASK_C)
+		return -1;
+	if (cap->name_len > sizeof(cap->name) || cap->qual_len > sizeof(cap->qual) ||
+	    captured_str(x, cap->name, cap->name_len, &n_int, n, sizeof(n)) ||
+	    captured_str(x, cap->qual, cap->qual_len, &q_int, q, sizeof(q)) || q_int)
+		return -1;
+	/* A name not read where the Task has one: no label. */
+	if (!cap->name_len && x->l->task_name != NO16)
+		return -1;
+	is_default = !n[0] || pyasyncio_default_name(n);
+	/* No qualname copied: the program judged the name no default one. */
+	if (is_default && !cap->qual_len)
+		return -1;
+	pyasyncio_format(buf, len, n, is_default, q);
+	return 0;
+}
+
+const char *pyasyncio_cache_capture(struct pyasyncio_cache *c, const struct py_target *t,
+				    uint32_t tid, uint64_t tstate,
+				    const struct py_task_capture *cap, uint64_t now_ns)
+{
+	const struct pyasyncio_layout *l = layout_of(t);
+	struct tentry *e;
+	struct ctx x;
+
+	if (!l || !tstate || !tid || !t->pid)
+		return NULL;
+	c->clock++;
+	e = entry_get(c, t, tid, tstate, now_ns ? now_ns : 1);
+	if (ctx_open(c, t, l, e, tstate, now_ns ? now_ns : 1, &x) ||
+	    capture_label(&x, cap, c->label, sizeof(c->label))) {
+		c->st.capture_refused++;
+		return NULL;
+	}
+	x.ap->confirmed = 1;
+	note_src(&x);		/* with the str type now known */
+	c->st.labelled++;
+	c->st.captured++;
+	return c->label;
+}
+
+size_t pyasyncio_task_srcs(struct pyasyncio_cache *c, int *pids, struct py_task_src *srcs,
+			   size_t max)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < NPROCS && n < max; i++) {
+		struct aproc *ap = &c->procs[i];
+
+		if (!ap->key.pid || !ap->src_dirty)
+			continue;
+		ap->src_dirty = 0;
+		pids[n] = ap->key.pid;
+		srcs[n++] = ap->src;
+	}
+	return n;
 }

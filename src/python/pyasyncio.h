@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pyperf.h"
 #include "pyversion.h"
 
 #define PYASYNCIO_LABEL_MAX	96		/* bytes of a label, NUL included */
@@ -60,6 +61,10 @@ struct pyasyncio_stats {
 				 * coroutine: an earlier task or none */
 	uint64_t evictions;	/* thread entries replaced while fresh */
 	uint64_t refusals;	/* a Task or coroutine type of the wrong size */
+	uint64_t captured;	/* samples labelled from the BPF program's
+				 * capture of their running task */
+	uint64_t capture_refused;	/* captures not a C Task, or whose name
+					 * or qualname is no str */
 };
 
 /* capacity: threads kept (rounded up to a power of two). */
@@ -70,12 +75,15 @@ void pyasyncio_get_stats(const struct pyasyncio_cache *c, struct pyasyncio_stats
 
 /*
  * The label for a sample of thread tid (thread state tstate) of t whose
- * Python frames run the code objects codes[0..ncodes), or NULL (no task).
- * The current task is read at most once per PYASYNCIO_TTL_NS of sample
- * time (now_ns) per thread; it is read when the sample is processed, a
- * few ms after it was taken, so the label is given only when the stack
- * holds the task's coroutine; else the thread's last few tasks are tried
- * the same way (an unambiguous match among them wins). The string
+ * Python frames run the code objects codes[0..ncodes), or NULL (no task),
+ * for a sample the BPF program captured no task for. Also where the task
+ * sources (pyasyncio_task_srcs) are found. The current task is read at
+ * most once per PYASYNCIO_TTL_NS of sample time (now_ns) per thread; it is
+ * read when the sample is processed, ms after it was taken, so only a
+ * pure-Python task (which the program cannot read) is labelled this way,
+ * and only when the stack holds its coroutine; else the thread's last few
+ * such tasks are tried the same way (an unambiguous match among them
+ * wins). A C Task gets NULL here: only its capture names it. The string
  * belongs to the cache: copy it before the next call.
  */
 const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_target *t,
@@ -88,5 +96,25 @@ const char *pyasyncio_cache_task(struct pyasyncio_cache *c, const struct py_targ
 const char *pyasyncio_cache_task_at(struct pyasyncio_cache *c, const struct py_target *t,
 				    uint32_t tid, uint64_t tstate, const uint64_t *codes,
 				    size_t ncodes, uint64_t now_ns, uint64_t *task);
+
+/*
+ * The label of the task the BPF program found running at a sample of
+ * thread tid (thread state tstate) of t, from what it copied then (struct
+ * py_task_capture, bpf/pyperf.h), or NULL: not a C Task, or names that are
+ * no str. Exact: nothing is read of the task or its coroutine now. The
+ * string belongs to the cache: copy it before the next call.
+ */
+const char *pyasyncio_cache_capture(struct pyasyncio_cache *c, const struct py_target *t,
+				    uint32_t tid, uint64_t tstate,
+				    const struct py_task_capture *cap, uint64_t now_ns);
+
+/*
+ * Where the BPF program finds the running tasks of each process
+ * (struct py_task_src), for those whose source was found or changed since
+ * the last call: at most max into pids[] and srcs[]; their count. The
+ * caller (the live session) writes them into the program's map.
+ */
+size_t pyasyncio_task_srcs(struct pyasyncio_cache *c, int *pids, struct py_task_src *srcs,
+			   size_t max);
 
 #endif /* PYASYNCIO_H */

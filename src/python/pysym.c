@@ -294,6 +294,22 @@ static int str_from(const struct py_target *t, const uint8_t *obj, size_t got, c
 	return 0;
 }
 
+int pysym_str_prefix(const struct py_target *t, const uint8_t *obj, size_t got, char *buf,
+		     size_t len)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	size_t off, bytes;
+	unsigned width;
+
+	if (!len || got < o->unicode_compact_size || str_layout(o, obj, &off, &bytes, &width) ||
+	    off > got)
+		return -1;
+	if (off + bytes > got)
+		bytes = (got - off) / width * width;
+	str_utf8(obj + off, bytes, width, buf, len);
+	return 0;
+}
+
 static int read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **data,
 			  uint32_t *dlen)
 {

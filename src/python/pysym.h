@@ -94,6 +94,12 @@ void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st);
  * truncated to len-1 bytes). 0 on success. */
 int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t len);
 
+/* The same from the first got bytes of a str object copied already (by
+ * the BPF program): the characters those bytes hold, so a longer str is
+ * cut. 0 on success, -1 when the bytes are no compact str. Pure. */
+int pysym_str_prefix(const struct py_target *t, const uint8_t *obj, size_t got, char *buf,
+		     size_t len);
+
 /* Keeps what the BPF program read of a code object at its first sample
  * (bpf/pyperf.h), to name it if it is gone when a record naming it is
  * resolved. Records are given in the order they were taken: a capture

@@ -80,7 +80,9 @@ live() {
 		sleep 0.1
 	done
 	sleep 0.5	# the first task's turn starts once main() awaits
-	if "$driver" live $pid "$want" "$side" > "$work/log" 2>&1; then r=ok; else r=FAIL; failed=1; fi
+	kind=c
+	case " $* " in *" --py-task "*) kind=py ;; esac
+	if "$driver" live $pid "$want" "$side" $kind > "$work/log" 2>&1; then r=ok; else r=FAIL; failed=1; fi
 	sed "s|^|  [$py $*] |" "$work/log"
 	echo "$r $py live $*"
 	# A table whose Task size differs from the target's must be refused.

@@ -10,8 +10,17 @@ busy part only) and the truth is printed at exit, one line per task:
 
   TASK <expected asyncio_task label>\t<cpu seconds>\t<coroutine function>
 
+With --same-fn the three tasks run ONE coroutine function instead, as
+the tasks of a server run its one handler (issue 23): "alpha" 3 units
+per turn, "beta" 2, and a default-named one 1, all in handler().
+
+--churn does the same with tasks that live two turns each, three new ones
+(same names, same weights) as soon as the last three end: their Task,
+name and coroutine objects are freed and their addresses reused all the
+time, so a label read after the sample would name another task.
+
 Usage: asyncio_tasks.py SECONDS [UNIT_MS] [--cpu=SECONDS] [--py-task]
-                        [--side-thread] [--no-c-asyncio]
+                        [--side-thread] [--no-c-asyncio] [--same-fn] [--churn]
 The tasks stop after SECONDS of wall time, or earlier once they have used
 --cpu seconds of CPU time together (enough samples on a loaded machine).
 --py-task makes the loop create asyncio.tasks._PyTask (the pure-Python
@@ -68,6 +77,35 @@ async def unnamed_loop(unit_ms, stop):
     await run("unnamed", 1, unit_ms, stop)
 
 
+async def handler(key, units, unit_ms, stop):
+    await run(key, units, unit_ms, stop)
+
+
+async def handler_twice(key, units, unit_ms):
+    for _ in range(2):
+        t0 = thread_time()
+        burn(units * unit_ms)
+        cpu[key] = cpu.get(key, 0.0) + thread_time() - t0
+        await asyncio.sleep(0)
+
+
+async def churn(loop, unit_ms, stop, named):
+    """Rounds of three short-lived tasks of handler_twice: the last round's
+    (task, key, qualname), for the TASK lines."""
+    weights = [("alpha", 3), ("beta", 2), (None, 1)]
+    for key in ("alpha", "beta", "unnamed"):
+        cpu[key] = 0.0
+    while True:
+        tasks = []
+        for name, units in weights:
+            coro = handler_twice(name or "unnamed", units, unit_ms)
+            t = loop.create_task(coro, name=name) if name and named else loop.create_task(coro)
+            tasks.append((t, name or "unnamed", handler_twice.__qualname__))
+        await asyncio.gather(*(t for t, _, _ in tasks))
+        if time.monotonic() >= stop or sum(cpu.values()) >= cpu_budget:
+            return tasks
+
+
 async def side_loop(unit_ms, stop):
     await run("side", 1, unit_ms, stop)
 
@@ -110,13 +148,24 @@ async def main(seconds, unit_ms, py_task):
         side = threading.Thread(target=side_thread, args=(unit_ms, stop, side_out), daemon=True)
         side.start()
     named = sys.version_info >= (3, 8)
+    if "--churn" in sys.argv:
+        print("ready", flush=True)
+        tasks = await churn(loop, unit_ms, stop, named)
+        for t, key, qual in tasks:
+            print("TASK %s\t%.6f\t%s" % (label(t, key, qual), cpu[key], qual))
+        return
     specs = [("alpha", alpha_loop), ("beta", beta_loop), (None, unnamed_loop)]
     tasks = []
     for name, fn in specs:
-        if name and named:
-            t = loop.create_task(fn(unit_ms, stop), name=name)
+        if "--same-fn" in sys.argv:
+            key, units = {"alpha": ("alpha", 3), "beta": ("beta", 2)}.get(name, ("unnamed", 1))
+            coro, fn = handler(key, units, unit_ms, stop), handler
         else:
-            t = loop.create_task(fn(unit_ms, stop))
+            coro = fn(unit_ms, stop)
+        if name and named:
+            t = loop.create_task(coro, name=name)
+        else:
+            t = loop.create_task(coro)
         tasks.append((t, name or "unnamed", fn.__qualname__))
     print("ready", flush=True)
     await asyncio.gather(*(t for t, _, _ in tasks))
