@@ -1183,7 +1183,7 @@ static void test_asyncio(struct program *p, const struct shape *s)
 	struct py_target t;
 	struct py_layout l;
 	uint64_t code = 0, codes[2];
-	const char *a, *b;
+	const char *a;
 	int r;
 
 	make_program(p, s, 1);
