@@ -10,17 +10,9 @@
 #                         more than 10% do, and the closing summary says
 #                         what to install (python3.11-dbg=VERSION).
 set -u
-: "${PYPERF:=./pyperf-pprof}"
-: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${GO:=go}"
-: "${PYTHON3:=/usr/bin/python3}"
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
-command -v "$GO" >/dev/null 2>&1 || { echo "SKIP: go (go tool pprof) not installed"; exit 77; }
-py=/usr/bin/python3.11
-[ -x $py ] || { echo "SKIP: $py not installed"; exit 77; }
-work=$(mktemp -d /tmp/pyperf-dbg.XXXXXX)
+test_tag=dbg
+. "$(cd "$(dirname "$0")" && pwd)/py311-common.sh"
 chmod 755 "$work"
-export HOME=$work
 trap 'rm -rf "$work"' EXIT
 failed=0
 

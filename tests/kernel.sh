@@ -6,16 +6,8 @@
 # kallsyms without addresses (kernel.kptr_restrict) is refused with a
 # clear line (unit-tested in tests/unit/test_ksym.c).
 set -u
-: "${PYPERF:=./pyperf-pprof}"
-: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${GO:=go}"
-: "${PYTHON3:=/usr/bin/python3}"
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
-command -v "$GO" >/dev/null 2>&1 || { echo "SKIP: go (go tool pprof) not installed"; exit 77; }
-py=/usr/bin/python3.11
-[ -x $py ] || { echo "SKIP: $py not installed"; exit 77; }
-work=$(mktemp -d /tmp/pyperf-kernel.XXXXXX)
-export HOME=$work
+test_tag=kernel
+. "$(cd "$(dirname "$0")" && pwd)/py311-common.sh"
 pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 failed=0

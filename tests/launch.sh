@@ -6,16 +6,8 @@
 # with the command's status (128 + signal when one killed it); a command
 # still running when -d ends goes on, and the profiler says so and exits 0.
 set -u
-: "${PYPERF:=./pyperf-pprof}"
-: "${TOP_SRCDIR:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${GO:=go}"
-: "${PYTHON3:=/usr/bin/python3}"
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root for BPF"; exit 77; }
-command -v "$GO" >/dev/null 2>&1 || { echo "SKIP: go (go tool pprof) not installed"; exit 77; }
-py=/usr/bin/python3.11
-[ -x $py ] || { echo "SKIP: $py not installed"; exit 77; }
-work=$(mktemp -d /tmp/pyperf-launch.XXXXXX)
-export HOME=$work
+test_tag=launch
+. "$(cd "$(dirname "$0")" && pwd)/py311-common.sh"
 bg=
 trap '[ -n "$bg" ] && kill $bg 2>/dev/null; rm -rf "$work"' EXIT
 failed=0
