@@ -141,8 +141,10 @@ void pipeline_start(struct pipeline *p, int64_t wall_ns, uint64_t mono_ns)
 	LOG(p, start, &p->c, wall_ns, mono_ns);
 	p->interval_wall = wall_ns;
 	p->interval_mono = mono_ns;
-	/* Wall mode: no wait counts from before the window. */
+	/* Wall mode: no wait counts from before the window, nor any time on
+	 * the CPU (sample.c: wall_span). */
 	p->sink.offcpu_floor = mono_ns;
+	p->sink.wall_from_ns = p->c.wall ? mono_ns : 0;
 }
 
 /* Nothing is kept per target before its samples come (the caches fill

@@ -756,6 +756,21 @@ static int offcpu_back(struct sample_sink *k, const struct py_target *t, uint32_
 	return 0;
 }
 
+/* A record's weight: its period, in wall mode the time on the CPU that
+ * ended with it (oncpu_span in BPF), of which only the part inside the
+ * window counts. A thread running when it became a target counts from
+ * then (the target's since_ns), which is before the events were attached
+ * and the window began (session.c: start): that part, up to a few ms
+ * under load, would make a thread's time exceed the window. */
+static int64_t wall_span(const struct sample_sink *k, const struct py_sample *s)
+{
+	int64_t w = (int64_t)s->h.period;
+
+	if (!k->wall_from_ns || s->h.time_ns - (uint64_t)w >= k->wall_from_ns)
+		return w;
+	return s->h.time_ns > k->wall_from_ns ? (int64_t)(s->h.time_ns - k->wall_from_ns) : 0;
+}
+
 /* A thread's first stack after a first switch-in: the stack it waited
  * with, as every sample's stack weighs the time before it. */
 static int offcpu_first(struct sample_sink *k, const struct py_target *t, const struct py_sample *s,
@@ -1092,7 +1107,7 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	if (s->h.flags & SAMPLE_F_OFFCPU) {
 		/* Its time on the CPU since its last sample (wall mode's
 		 * oncpu_span in BPF) ended here: running, with this stack. */
-		int64_t w = (int64_t)s->h.period, p = (int64_t)k->period_ns;
+		int64_t w = wall_span(k, s), p = (int64_t)k->period_ns;
 
 		if (w > 0 && add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm,
 					 task, s->h.flags & ~SAMPLE_F_OFFCPU,
@@ -1100,6 +1115,8 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 			return -1;
 		return offcpu_start(k, t, s, n, tname ? tname : comm, task);
 	}
+	if (k->wall_from_ns && wall_span(k, s) <= 0)
+		return 0;	/* all of it before the window */
 	return add_labeled(k, t, k->locs, n, s->h.pid, s->h.tid, tname ? tname : comm, task,
-			   s->h.flags, 1, (int64_t)s->h.period);
+			   s->h.flags, 1, wall_span(k, s));
 }

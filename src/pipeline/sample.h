@@ -123,6 +123,9 @@ struct sample_sink {
 	struct offcpu offcpu[OFFCPU_MAX];
 	uint64_t offcpu_floor;			/* the last boundary: no wait
 						 * counts from before it */
+	uint64_t wall_from_ns;			/* wall mode: the window's start,
+						 * no time on the CPU counts from
+						 * before it; 0: cpu mode */
 	struct nsym_ctx *nsym;			/* NULL: Python frames only */
 	int all_native;				/* 1: no native_filter */
 	const struct ksym_table *ksym;		/* --kernel: names of kernel frames */

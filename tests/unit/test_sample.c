@@ -449,6 +449,45 @@ static void test_compact(struct env *e)
 	}
 }
 
+/* The weight (second value) of the one sample run() last added; -1 if none. */
+static int64_t last_weight(struct env *e)
+{
+	struct profile_view v;
+
+	profile_get_view(e->k->prof, &v);
+	return v.nsamples == 1 && v.nsample_types == 2 ? v.values[1] : -1;
+}
+
+/* Wall mode: a thread running when its process became a target counts from
+ * then (the BPF program's since_ns), a few ms before the events were
+ * attached and the window began; only the part inside the window counts.
+ * Before, a busy thread read up to +0.9 % of a 500 ms window. */
+static void test_wall_window(struct env *e)
+{
+	const uint64_t from = 1000000000000ull, ms = 1000000;
+
+	frame(e, 0, CODE(e->a), FRAME_F_ENTRY);
+	e->k->wall_from_ns = from;
+	e->s->h.time_ns = from + 1 * ms;
+	run(e, 1, 0);
+	e->s->h.period = 5 * ms;	/* run() set 1000 ns: a record of 5 ms */
+	e->s->h.nframes = 1;
+	run_buf(e, (const uint8_t *)e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
+	check(last_weight(e) == (int64_t)(1 * ms),
+	      "wall: 5 ms on the CPU ending 1 ms into the window weigh 1 ms (got %lld)",
+	      (long long)last_weight(e));
+	e->s->h.time_ns = from + 9 * ms;
+	run_buf(e, (const uint8_t *)e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
+	check(last_weight(e) == (int64_t)(5 * ms), "wall: a span inside the window is whole");
+	e->s->h.time_ns = from - 1 * ms;
+	run_buf(e, (const uint8_t *)e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
+	check(last_weight(e) == -1, "wall: a record from before the window adds nothing");
+	e->k->wall_from_ns = 0;
+	run_buf(e, (const uint8_t *)e->s, sizeof(e->s->h) + sizeof(e->s->frames[0]));
+	check(last_weight(e) == (int64_t)(5 * ms), "cpu mode: the period, whenever taken");
+	e->s->h.time_ns = 0;
+}
+
 int main(void)
 {
 	const struct py_layout *l = py_layout_find(3, 12, 0);
@@ -483,6 +522,7 @@ int main(void)
 	test_answers(e);
 	test_prompt(e);
 	test_long_names(e);
+	test_wall_window(e);
 	profile_free(e->k->prof);
 	pysym_cache_free(e->k->syms);
 	free(e->k->full);	/* expand_compact's buffer */
