@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,70 +144,92 @@ static void locate_gil(struct py_target *t)
  * version on); the same executable file (an instance not yet renamed, or
  * an older one: its name is its file's). The name alone could be taken
  * by any program; one that does is not profiled. */
-int targets_is_profiler(const struct target_set *ts, pid_t pid)
+static int is_profiler(const struct target_set *ts, pid_t pid, const struct proc_stat *ps)
 {
-	struct proc_stat ps;
 	struct stat st;
 	char exe[64];
 
 	if (pid == ts->self)
 		return 1;
-	if (proc_stat(pid, &ps) == 0 && !strcmp(ps.comm, TARGETS_PROFILER_COMM))
+	if (ps && !strcmp(ps->comm, TARGETS_PROFILER_COMM))
 		return 1;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
 	return ts->self_ino && stat(exe, &st) == 0 && (uint64_t)st.st_dev == ts->self_dev &&
 	       (uint64_t)st.st_ino == ts->self_ino;
 }
 
+int targets_is_profiler(const struct target_set *ts, pid_t pid)
+{
+	struct proc_stat ps;
+
+	return is_profiler(ts, pid, proc_stat(pid, &ps) == 0 ? &ps : NULL);
+}
+
 #define ADOPT_THREADS	256	/* threads of a new target whose children are read */
+
+/* Adds the pids listed in a /proc/PID/task/TID/children file. */
+static void adopt_listed(struct target_set *ts, const char *path)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *q = buf, *end; *q; q = end) {
+		long child = strtol(q, &end, 10);
+
+		if (end == q)
+			break;
+		if (child > 0 && !find_live(ts, (pid_t)child) &&
+		    targets_add(ts, (pid_t)child, 1) == 0)
+			ts->found_by_event++;
+	}
+}
 
 /* Children a process forked before it became a target (while it waited
  * to be attached): the BPF program reports forks of targets only, and a
  * child that never execs (multiprocessing's fork start method) would
  * wait for the safety-net scan. Read from /proc/PID/task/TID/children;
- * direct children only, at most ADOPT_THREADS threads' lists. */
-static void adopt_children(struct target_set *ts, pid_t pid)
+ * direct children only, at most ADOPT_THREADS threads' lists. A process
+ * of one thread (nthreads 1, from its stat a moment ago; 0: unknown) has
+ * one list: read without listing the task directory (a new process was
+ * 8 system calls here, 3 now). */
+static void adopt_children(struct target_set *ts, pid_t pid, int nthreads)
 {
-	char path[64], buf[4096];
+	char path[64];
 	struct dirent *d;
 	DIR *dir;
-	int nthreads = 0;
+	int n = 0;
 
+	ts->adopting = 1;
+	if (nthreads == 1) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+		adopt_listed(ts, path);
+		ts->adopting = 0;
+		return;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	dir = opendir(path);
-	if (!dir)
-		return;
-	ts->adopting = 1;
-	while ((d = readdir(dir)) && nthreads < ADOPT_THREADS) {
-		FILE *f;
-		size_t n;
-
+	while (dir && (d = readdir(dir)) && n < ADOPT_THREADS) {
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
-		nthreads++;
+		n++;
 		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, d->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		for (char *q = buf, *end; *q; q = end) {
-			long child = strtol(q, &end, 10);
-
-			if (end == q)
-				break;
-			if (child > 0 && !find_live(ts, (pid_t)child) &&
-			    targets_add(ts, (pid_t)child, 1) == 0)
-				ts->found_by_event++;
-		}
+		adopt_listed(ts, path);
 	}
+	if (dir)
+		closedir(dir);
 	ts->adopting = 0;
-	closedir(dir);
 }
 
-/* t becomes a target. 0. */
-static int attach(struct target_set *ts, struct py_target *t)
+/* t becomes a target; nthreads as adopt_children(). 0. */
+static int attach(struct target_set *ts, struct py_target *t, int nthreads)
 {
 	index_add(ts, t->pid, ts->n);
 	ts->v[ts->n++] = t;
@@ -214,18 +237,22 @@ static int attach(struct target_set *ts, struct py_target *t)
 	if (ts->cb)
 		ts->cb(ts->ctx, t, 1);
 	if ((ts->all || ts->children) && !ts->adopting)
-		adopt_children(ts, t->pid);
+		adopt_children(ts, t->pid, nthreads);
 	return 0;
 }
 
-int targets_add(struct target_set *ts, pid_t pid, int quiet)
+/* targets_add() with pid's stat as read a moment ago (NULL: read here). */
+static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_stat *known)
 {
+	struct proc_stat ps;
 	struct py_target *t;
 	char err[512];
 
 	if (find_live(ts, pid))
 		return 0;
-	if (targets_is_profiler(ts, pid)) {
+	if (!known && proc_stat(pid, &ps) == 0)
+		known = &ps;
+	if (is_profiler(ts, pid, known)) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: pid %d not profiled: it is %s\n", (int)pid,
 				pid == ts->self ? "this profiler" : "a pyperf-pprof");
@@ -240,8 +267,8 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -1;
-	if ((ts->all || quiet ? pyversion_detect_named : pyversion_detect)(ts->src, ts->objs, pid, t,
-									err, sizeof(err))) {
+	if (pyversion_detect_stat(ts->src, ts->objs, pid, known, ts->all || quiet, t, err,
+				  sizeof(err))) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: %s\n", err);
 		free(t);
@@ -249,7 +276,12 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
 		return -1;
 	}
 	locate_gil(t);
-	return attach(ts, t);
+	return attach(ts, t, known ? known->num_threads : 0);
+}
+
+int targets_add(struct target_set *ts, pid_t pid, int quiet)
+{
+	return add(ts, pid, quiet, NULL);
 }
 
 /* A target's child made by fork: a copy of its parent, the same files
@@ -259,24 +291,27 @@ int targets_add(struct target_set *ts, pid_t pid, int quiet)
  * before every exec, and each probe cost as much as a new process's). */
 static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *parent)
 {
+	struct proc_stat ps;
 	struct py_target *t;
 
 	if (find_live(ts, pid))
 		return 0;
-	if (ts->n == TARGETS_MAX || !(t = malloc(sizeof(*t))))
-		return -1;
+	if (ts->n == TARGETS_MAX || proc_stat(pid, &ps) || !ps.start_time ||
+	    !(t = malloc(sizeof(*t))))
+		return -1;	/* gone already, or no room */
 	*t = *parent;
 	t->pid = pid;
 	t->forked_from = parent->pid;
-	t->start_time = proc_start_time(pid);
-	if (!t->start_time) {	/* gone already */
-		free(t);
-		return -1;
-	}
-	return attach(ts, t);
+	t->start_time = ps.start_time;
+	return attach(ts, t, ps.num_threads);
 }
 
-void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
+/* pid is (again) to be probed until wait_ns from now. Its start time,
+ * which a try checks the process by, is read unless known: a process that
+ * exec'd keeps it, so a pending entry's serves when its interpreter's
+ * library is mapped (the second event of most new processes). */
+static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns,
+			int reread)
 {
 	struct pending *p = NULL;
 
@@ -288,13 +323,22 @@ void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64
 	if (!p) {
 		p = &ts->pending[ts->npending++];
 		*p = (struct pending){ .pid = pid, .until_ns = now_ns + wait_ns };
+		reread = 1;
 	}
-	p->parent = 0;		/* exec'd: another program, to be probed */
-	p->start_time = proc_start_time(pid);
+	if (p->parent)		/* exec'd: another program, to be probed */
+		reread = 1;
+	p->parent = 0;
+	if (reread)
+		p->start_time = proc_start_time(pid);
 	if (p->until_ns < now_ns + wait_ns)
 		p->until_ns = now_ns + wait_ns;
 	p->next_ns = now_ns + PENDING_FIRST_NS;
 	p->gap_ns = PENDING_FIRST_NS;
+}
+
+void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
+{
+	pending_add(ts, pid, now_ns, wait_ns, 1);
 }
 
 int64_t targets_next_try_ns(const struct target_set *ts)
@@ -387,10 +431,23 @@ static void cancel_fork(struct target_set *ts, pid_t pid)
 		}
 }
 
+/* pid exec'd: if it waits to be probed, its start time is read again (an
+ * entry left by a process that had the pid before would refuse it), as
+ * the next event of the same program will not. */
+static void exec_pending(struct target_set *ts, pid_t pid)
+{
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].pid == pid && !ts->pending[i].parent) {
+			ts->pending[i].start_time = proc_start_time(pid);
+			return;
+		}
+}
+
 static void retry_pending(struct target_set *ts, int64_t now_ns)
 {
 	for (size_t i = 0; i < ts->npending;) {
 		struct pending *p = &ts->pending[i];
+		struct proc_stat ps;
 		int gone;
 
 		if (now_ns < p->next_ns) {
@@ -402,8 +459,10 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 			*p = ts->pending[--ts->npending];
 			continue;
 		}
-		gone = proc_start_time(p->pid) != p->start_time || now_ns > p->until_ns;
-		if (gone || targets_add(ts, p->pid, 1) == 0) {
+		/* One read of its stat serves the check and the probe. */
+		gone = proc_stat(p->pid, &ps) || ps.start_time != p->start_time ||
+		       now_ns > p->until_ns;
+		if (gone || add(ts, p->pid, 1, &ps) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
@@ -511,6 +570,7 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
 	long i = slot_of(ts, pid);
 
 	cancel_fork(ts, pid);	/* not a copy of its parent any more */
+	exec_pending(ts, pid);
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
 	if (!wanted(ts, pid))
@@ -521,7 +581,7 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
 	 * linked statically under another name by the safety-net scan. */
 	if (!exe_named_python(pid))
 		return;
-	targets_add_pending(ts, pid, now_ns, 2 * 1000000000LL);
+	pending_add(ts, pid, now_ns, 2 * 1000000000LL, 0);
 }
 
 /* Is a new process pid, or one that changed (exec, a library mapped),
@@ -559,5 +619,5 @@ void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns)
 {
 	/* The library is being mapped as we hear of it: retried shortly. */
 	if (!find_live(ts, pid) && wanted(ts, pid))
-		targets_add_pending(ts, pid, now_ns, 2 * 1000000000LL);
+		pending_add(ts, pid, now_ns, 2 * 1000000000LL, 0);
 }

@@ -120,13 +120,58 @@ const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 	return NULL;
 }
 
+/* The unsigned decimal field that starts at *p, and *p past it and the
+ * space after; -1 if there is none. (sscanf of the 20 fields was a
+ * new process's largest parsing cost: /proc/PID/stat is read at every
+ * attach try and every reap.) */
+static int stat_field(const char **p, unsigned long long *v)
+{
+	const char *q = *p;
+	unsigned long long x = 0;
+	int neg = *q == '-';
+
+	q += neg;
+	if (*q < '0' || *q > '9')
+		return -1;
+	for (; *q >= '0' && *q <= '9'; q++)
+		x = x * 10 + (unsigned)(*q - '0');
+	*v = neg ? 0 : x;
+	*p = *q == ' ' ? q + 1 : q;
+	return 0;
+}
+
+int proc_stat_parse(const char *buf, struct proc_stat *ps)
+{
+	unsigned long long v[20];
+	const char *lp, *rp, *p;
+	size_t len;
+
+	/* comm may contain spaces and parentheses: fields start after the
+	 * last ')'. From field 4 (ppid) on they are numbers; num_threads
+	 * is field 20, start time field 22. */
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp || rp[1] != ' ' || !rp[2] || rp[3] != ' ')
+		return -1;
+	p = rp + 4;
+	for (int i = 4; i <= 22; i++)
+		if (stat_field(&p, &v[i - 4]))
+			return -1;
+	len = (size_t)(rp - lp - 1);
+	if (len >= sizeof(ps->comm))
+		len = sizeof(ps->comm) - 1;
+	memcpy(ps->comm, lp + 1, len);
+	ps->comm[len] = '\0';
+	ps->ppid = (int)v[4 - 4];
+	ps->num_threads = (int)v[20 - 4];
+	ps->start_time = v[22 - 4];
+	return 0;
+}
+
 int proc_stat(pid_t pid, struct proc_stat *ps)
 {
 	char path[64], buf[1024];
-	unsigned long long st = 0;
-	const char *lp, *rp;
-	size_t len;
-	int ppid = 0, fd, n;
+	int fd, n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -137,22 +182,7 @@ int proc_stat(pid_t pid, struct proc_stat *ps)
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	/* comm may contain spaces and parentheses: fields start after the
-	 * last ')'. ppid is field 4, start time field 22. */
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp ||
-	    sscanf(rp + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
-		   " %*d %*d %*d %*d %*d %*d %llu", &ppid, &st) != 2)
-		return -1;
-	len = (size_t)(rp - lp - 1);
-	if (len >= sizeof(ps->comm))
-		len = sizeof(ps->comm) - 1;
-	memcpy(ps->comm, lp + 1, len);
-	ps->comm[len] = '\0';
-	ps->ppid = ppid;
-	ps->start_time = st;
-	return 0;
+	return proc_stat_parse(buf, ps);
 }
 
 uint64_t proc_start_time(pid_t pid)

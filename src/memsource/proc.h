@@ -31,6 +31,7 @@ const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
 
 struct proc_stat {
 	int ppid;
+	int num_threads;
 	uint64_t start_time;	/* clock ticks since boot */
 	char comm[16];
 };
@@ -38,6 +39,8 @@ struct proc_stat {
 /* Fields of /proc/PID/stat, read live: which processes exist is
  * bookkeeping of the live session, not something a recording replays. */
 int proc_stat(pid_t pid, struct proc_stat *ps);
+/* The same from the text of a stat file; pure, for tests. */
+int proc_stat_parse(const char *text, struct proc_stat *ps);
 /* The command line, space-separated, truncated to len - 1 bytes. */
 int proc_cmdline(const struct target_src *src, pid_t pid, char *buf, size_t len);
 /* The short container id from /proc/PID/cgroup; -1 when there is none. */

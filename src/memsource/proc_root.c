@@ -19,16 +19,28 @@ void proc_root_prefix(pid_t pid, char *buf, size_t len)
 		buf[n] = '\0';
 }
 
+/* Our root, looked at once: we never chroot. */
+static const struct stat *our_root(void)
+{
+	static struct stat ours;
+	static int known;
+
+	if (!known && stat("/", &ours) == 0)
+		known = 1;
+	return known ? &ours : NULL;
+}
+
 void proc_root_read(pid_t pid, struct proc_root *r)
 {
+	const struct stat *ours;
 	char link[64];
-	struct stat ours, theirs, dir;
+	struct stat theirs, dir;
 
 	memset(r, 0, sizeof(*r));
 	r->pid = (int)pid;
 	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
-	if (stat(link, &theirs) || stat("/", &ours) ||
-	    (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino))
+	if (stat(link, &theirs) || !(ours = our_root()) ||
+	    (theirs.st_dev == ours->st_dev && theirs.st_ino == ours->st_ino))
 		return;
 	r->kind = PROC_ROOT_NS;
 	r->dev = (uint64_t)theirs.st_dev;

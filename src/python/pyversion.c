@@ -351,18 +351,26 @@ static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 }
 
 static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
-		  struct py_target *t, int passes, char *err, size_t errlen);
+		  const struct proc_stat *ps, struct py_target *t, int passes, char *err,
+		  size_t errlen);
 
 int pyversion_detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 		     struct py_target *t, char *err, size_t errlen)
 {
-	return detect(src, oc, pid, t, 2, err, errlen);
+	return detect(src, oc, pid, NULL, t, 2, err, errlen);
 }
 
 int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pid_t pid,
 			   struct py_target *t, char *err, size_t errlen)
 {
-	return detect(src, oc, pid, t, 1, err, errlen);
+	return detect(src, oc, pid, NULL, t, 1, err, errlen);
+}
+
+int pyversion_detect_stat(const struct target_src *src, struct objcache *oc, pid_t pid,
+			  const struct proc_stat *ps, int named, struct py_target *t,
+			  char *err, size_t errlen)
+{
+	return detect(src, oc, pid, ps, t, named ? 1 : 2, err, errlen);
 }
 
 /* pid's maps as they are now, in the object layer: the unwind tables and
@@ -407,9 +415,11 @@ static void tramp_of(struct candidate *c, struct py_target *t)
 }
 
 static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
-		  struct py_target *t, int passes, char *err, size_t errlen)
+		  const struct proc_stat *ps, struct py_target *t, int passes, char *err,
+		  size_t errlen)
 {
 	struct candidate c = { .src = src, .oc = oc };
+	struct proc_stat own;
 	struct oc_proc *p;
 	char note[320];
 
@@ -417,8 +427,13 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	t->src = src;
 	t->objs = oc;
 	t->pid = pid;
-	t->start_time = proc_start_time(pid);
-	proc_comm(src, pid, t->comm, sizeof(t->comm));
+	/* The comm of /proc/PID/stat is /proc/PID/comm's: one read, not two. */
+	if (!ps && proc_stat(pid, &own) == 0)
+		ps = &own;
+	if (ps) {
+		t->start_time = ps->start_time;
+		snprintf(t->comm, sizeof(t->comm), "%s", ps->comm);
+	}
 	if (!t->start_time || !(p = maps_now(oc, src, pid))) {
 		snprintf(err, errlen, "pid %d: no such process (or /proc/%d/maps unreadable: run as root)",
 			 (int)pid, (int)pid);

@@ -49,6 +49,16 @@ int pyversion_detect(const struct target_src *src, struct objcache *oc, pid_t pi
 int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pid_t pid,
 			   struct py_target *t, char *err, size_t errlen);
 
+struct proc_stat;
+
+/* Either of the two (named: pyversion_detect_named) with pid's
+ * /proc/PID/stat as the caller read it a moment ago (ps; NULL: read it
+ * here): its start time and comm are the target's, and a process tried
+ * again and again while it starts reads that file once per try. */
+int pyversion_detect_stat(const struct target_src *src, struct objcache *oc, pid_t pid,
+			  const struct proc_stat *ps, int named, struct py_target *t,
+			  char *err, size_t errlen);
+
 /* A py_read_fn (pylayout.h) over target t (ctx): reads through t->src. */
 static inline int pyversion_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {

@@ -96,6 +96,25 @@ static void test_container_id(void)
 	      "container id: a 65-digit run is not an id");
 }
 
+static void test_stat(void)
+{
+	static const char line[] = "30 (python3.10) R 1 0 0 0 -1 4194304 1163 0 0 0 2 0 0 0 20 0 "
+				   "3 0 1234567 29175808 2380 18446744073709551615 1 1 0 0 0 0 0 "
+				   "16781312 2 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+	static const char odd[] = "7 (a) b (c) S 5 7 7 0 -1 4194560 0 0 0 0 0 0 0 0 -2 -5 1 0 "
+				  "99 0 0\n";
+	struct proc_stat ps;
+
+	check(proc_stat_parse(line, &ps) == 0 && ps.ppid == 1 && ps.num_threads == 3 &&
+	      ps.start_time == 1234567 && strcmp(ps.comm, "python3.10") == 0,
+	      "stat: ppid, threads, start time and comm");
+	check(proc_stat_parse(odd, &ps) == 0 && ps.ppid == 5 && ps.num_threads == 1 &&
+	      ps.start_time == 99 && strcmp(ps.comm, "a) b (c") == 0,
+	      "stat: a comm with parentheses, negative priority and nice");
+	check(proc_stat_parse("7 (x) S 5 7 7 0 -1 0 0\n", &ps) == -1 &&
+	      proc_stat_parse("7 x S 5\n", &ps) == -1, "stat: truncated text refused");
+}
+
 static void test_syscall(void)
 {
 	uint64_t sp = 0, pc = 0;
@@ -114,6 +133,7 @@ static void test_syscall(void)
 int main(void)
 {
 	test_syscall();
+	test_stat();
 	test_maps();
 	test_container_id();
 	test_strip_root();
