@@ -3,6 +3,7 @@
 #include "objcache.h"
 
 #include <elf.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +23,26 @@
 #define OC_NO_OBJ		UINT64_MAX	/* memo: mapping has no usable object */
 #define OC_SEEN_SLOTS		8192	/* identities remembered for stats.distinct */
 #define OC_DEBUG_TAG		0x9e3779b97f4a7c15ull
+#define OC_FIDS			1024	/* mapped files remembered by their maps
+					 * identity (a power of two) */
+#define OC_FID_NS		1000000000ull	/* ... and stat'ed again this often */
 
 struct oc_memo {
 	uint64_t serial;		/* 0: not resolved yet; OC_NO_OBJ */
 	uint32_t slot;
+};
+
+/* A file as /proc/PID/maps names it (device, inode and path) and the
+ * object found behind it: a new process of an interpreter already seen
+ * maps the same files, found here without a look through its map_files
+ * (an access() and a stat() per mapping, most of the system calls of its
+ * attach). The file is stat'ed again at most every OC_FID_NS: changed in
+ * place, it is another object from then on. */
+struct oc_fid {
+	uint64_t dev, ino, path_hash;	/* path_hash 0: empty */
+	uint64_t serial;		/* the object's, and its slot */
+	uint32_t slot;
+	uint64_t checked_ns;		/* when it was last stat'ed */
 };
 
 struct objcache {
@@ -41,6 +58,7 @@ struct objcache {
 	void *user_ctx[OC_USERS];
 	void (*obj_free[OC_USERS])(void *ctx, void *data);
 	void (*proc_free[OC_USERS])(void *ctx, void *data);
+	struct oc_fid fid[OC_FIDS];	/* by hash of the maps identity */
 	uint64_t seen[OC_SEEN_SLOTS];	/* identity hashes, 0: empty */
 	size_t nseen;
 	struct objcache_stats st;
@@ -317,11 +335,68 @@ static int obj_init(struct oc_obj *o, struct elf_file *ef, const struct stat *st
 	return 0;
 }
 
-/* Finds or loads the object behind mapping m. Keyed by the file's stat
+/* Mapping m's entry in the maps-identity cache. Only live processes
+ * are looked up there: a recording must see every look-up through its
+ * source (it records the file's name per process), and a replay's files
+ * are its own. NULL for other mappings. */
+static struct oc_fid *fid_of(struct objcache *oc, const struct oc_proc *p,
+			     const struct proc_map *m, uint64_t *hash)
+{
+	uint64_t h;
+
+	if (p->src != target_src_live() || !m->inode || m->path[0] != '/')
+		return NULL;
+	h = hash_bytes(m->path, strlen(m->path), 0xcbf29ce484222325ull);
+	*hash = h;
+	h = hash_bytes(&m->inode, sizeof(m->inode), h);
+	h ^= (uint64_t)m->dev_major << 32 | m->dev_minor;
+	return &oc->fid[(h ^ h >> 29) & (OC_FIDS - 1)];
+}
+
+/* The object f names, if f is mapping m's: as it is if f was stat'ed
+ * recently, else if a stat of the mapped file (one system call, not
+ * map_file's two) still finds the object's identity. */
+static struct oc_obj *fid_find(struct objcache *oc, struct oc_fid *f, const struct oc_proc *p,
+			       const struct proc_map *m, uint64_t hash, uint64_t now)
+{
+	char path[96];
+	struct stat st;
+	struct oc_obj *o;
+
+	if (!f || f->path_hash != hash || f->ino != m->inode ||
+	    f->dev != ((uint64_t)m->dev_major << 32 | m->dev_minor))
+		return NULL;
+	o = &oc->obj[f->slot];
+	if (o->serial != f->serial)
+		return NULL;
+	if (now - f->checked_ns < OC_FID_NS)
+		return o;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
+		 m->start, m->end);
+	if (stat(path, &st) || st.st_ino != o->ino || st.st_dev != o->dev ||
+	    (uint64_t)st.st_size != o->size ||
+	    st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec != o->mtime_ns)
+		return NULL;
+	oc->st.fid_checks++;
+	f->checked_ns = now;
+	return o;
+}
+
+static void fid_note(struct oc_fid *f, const struct proc_map *m, uint64_t hash,
+		     const struct objcache *oc, const struct oc_obj *o, uint64_t now)
+{
+	if (!f || !o)
+		return;
+	*f = (struct oc_fid){ .dev = (uint64_t)m->dev_major << 32 | m->dev_minor,
+			      .ino = m->inode, .path_hash = hash, .serial = o->serial,
+			      .slot = (uint32_t)(o - oc->obj), .checked_ns = now };
+}
+
+/* The object behind mapping m, through the file's name: keyed by its stat
  * identity, then by build-id, so the same library seen through another
  * mount namespace or path is loaded once. */
-static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
-				  const struct proc_map *m)
+static struct oc_obj *obj_load(struct objcache *oc, const struct oc_proc *p,
+			       const struct proc_map *m)
 {
 	char path[PATH_MAX + 64];
 	uint8_t id[OC_BUILD_ID_MAX];
@@ -370,6 +445,28 @@ static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
 fail:
 	oc->st.obj_failures++;
 	return NULL;
+}
+
+/* Finds or loads the object behind mapping m: by its maps identity if
+ * stat'ed recently, else by name (obj_load). */
+static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
+				  const struct proc_map *m)
+{
+	uint64_t hash = 0, now = 0;
+	struct oc_fid *f = fid_of(oc, p, m, &hash);
+	struct oc_obj *o;
+
+	if (f) {
+		now = now_ns();
+		o = fid_find(oc, f, p, m, hash, now);
+		if (o) {
+			oc->st.fid_hits++;
+			return obj_hit(oc, o);
+		}
+	}
+	o = obj_load(oc, p, m);
+	fid_note(f, m, hash, oc, o, now);
+	return o;
 }
 
 struct oc_obj *objcache_obj(struct objcache *oc, struct oc_proc *p, size_t i)
@@ -532,12 +629,13 @@ void objcache_describe(const struct objcache *oc, char *buf, size_t len)
 	snprintf(buf, len, "native objects: %llu opened, %llu maps parses, %llu vDSO images read"
 		 " (%llu distinct files and debug files, %llu debug files; entries: %llu loaded,"
 		 " %llu hits, %llu evicted, %llu failures; processes: %llu hits, %llu misses,"
-		 " %llu evicted; %llu table bytes)",
+		 " %llu evicted; %llu files known by their maps line; %llu table bytes)",
 		 (unsigned long long)s->elf_opens, (unsigned long long)s->maps_reads,
 		 (unsigned long long)s->vdso_copies,
 		 (unsigned long long)s->distinct, (unsigned long long)s->debug_files,
 		 (unsigned long long)s->obj_loads, (unsigned long long)s->obj_hits,
 		 (unsigned long long)s->obj_evictions, (unsigned long long)s->obj_failures,
 		 (unsigned long long)s->proc_hits, (unsigned long long)s->proc_misses,
-		 (unsigned long long)s->proc_evictions, (unsigned long long)s->bytes);
+		 (unsigned long long)s->proc_evictions, (unsigned long long)s->fid_hits,
+		 (unsigned long long)s->bytes);
 }

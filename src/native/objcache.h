@@ -82,6 +82,9 @@ struct objcache_stats {
 	uint64_t debug_files;		/* separate debug files opened */
 	uint64_t proc_hits, proc_misses, proc_evictions;
 	uint64_t maps_reads;		/* /proc/PID/maps (re)reads */
+	uint64_t fid_hits;		/* mapped files known by their maps
+					 * identity: no stat ... */
+	uint64_t fid_checks;		/* ... or one, OC_FID_NS after the last */
 	uint64_t bytes;			/* users' data held now */
 };
 

@@ -465,6 +465,9 @@ static void test_partial(const struct unwind_input *full, const struct stack *wa
 	unwind_stack(u, full, pcs, MAX_NAMES, &n);
 	check(objcache_get_stats(oc)->proc_misses == 2 && n == want->n,
 	      "objcache_forget_pid: maps read again, same stack");
+	check(objcache_get_stats(oc)->fid_hits > 0,
+	      "objcache_forget_pid: the mapped files known again by their maps lines, not stat'ed (%llu)",
+	      (unsigned long long)objcache_get_stats(oc)->fid_hits);
 	unwind_ctx_free(u);
 	unwind_ctx_free(ul);
 	objcache_free(oc);
