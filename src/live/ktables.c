@@ -55,6 +55,12 @@ struct ktables {
 	uint32_t gen;				/* last py_unwind_proc.gen given */
 	struct objcache *oc;			/* where object files are opened */
 	struct kt_obj obj[PY_UNWIND_MAX_OBJS];	/* [0] unused: id 0 = none */
+	uint32_t top;				/* ids in use are below this: the
+						 * scans stop there (each entry is
+						 * ~700 bytes: a scan of all 4096
+						 * at every exit was 1 % of a
+						 * churning host's profiler) */
+	uint32_t nanon;				/* anonymous code objects in use */
 	struct kt_pid pids[KT_PIDS];
 	struct ktables_stats st;
 	struct py_unwind_proc proc;		/* scratch: one process's list */
@@ -76,6 +82,7 @@ struct ktables *ktables_new(int rows_fd, int objs_fd, int procs_fd, int pages_fd
 	if (!kt)
 		return NULL;
 	kt->oc = oc;
+	kt->top = 1;
 	kt->rows_fd = rows_fd;
 	kt->objs_fd = objs_fd;
 	kt->procs_fd = procs_fd;
@@ -100,7 +107,9 @@ static void reset_all(struct ktables *kt)
 {
 	__u32 key, next;
 
-	memset(kt->obj, 0, sizeof(kt->obj));
+	memset(kt->obj, 0, kt->top * sizeof(kt->obj[0]));
+	kt->top = 1;
+	kt->nanon = 0;
 	memset(kt->pids, 0, sizeof(kt->pids));
 	kt->next_row = 0;
 	kt->next_page = 0;
@@ -214,6 +223,9 @@ static uint32_t add_table(struct ktables *kt, struct ut_table *t, const struct k
 	o = &kt->obj[id];
 	*o = *key;
 	o->used = 1;
+	kt->nanon += key->ino == KT_ANON_INO;
+	if (id >= kt->top)
+		kt->top = id + 1;
 	if (t->n && t->n <= kt->max_rows && upload_rows(kt, t, kt->next_row) == 0 &&
 	    upload_pages(kt, t, kt->next_row, &bo) == 0) {
 		bo.first = kt->next_row;
@@ -273,7 +285,7 @@ static uint32_t anon_object(struct ktables *kt, const struct target_src *src, pi
 			kt->st.anon_no_template++;
 		return 0;
 	}
-	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++) {
+	for (uint32_t i = 1; i < kt->top; i++) {
 		const struct kt_obj *o = &kt->obj[i];
 
 		if (o->used && o->dev == key.dev && o->ino == key.ino && o->size == key.size &&
@@ -330,7 +342,7 @@ static uint32_t object_of(struct ktables *kt, struct oc_proc *p, size_t i,
 		key.size = oo->size;
 		key.mtime_ns = oo->mtime_ns;
 	}
-	for (uint32_t k = 1; k < PY_UNWIND_MAX_OBJS; k++) {
+	for (uint32_t k = 1; k < kt->top; k++) {
 		const struct kt_obj *o = &kt->obj[k];
 
 		if (o->used && o->dev == key.dev && o->ino == key.ino && o->size == key.size &&
@@ -484,8 +496,10 @@ void ktables_forget_pid(struct ktables *kt, pid_t pid)
 	bpf_map_delete_elem(kt->procs_fd, &key);
 	/* Its anonymous code goes with it (a later process with this pid
 	 * could map other code there); the rows stay until the next reset. */
-	for (uint32_t i = 1; i < PY_UNWIND_MAX_OBJS; i++)
+	for (uint32_t i = 1; kt->nanon && i < kt->top; i++)
 		if (kt->obj[i].used && kt->obj[i].ino == KT_ANON_INO &&
-		    kt->obj[i].dev == (uint64_t)pid)
+		    kt->obj[i].dev == (uint64_t)pid) {
 			memset(&kt->obj[i], 0, sizeof(kt->obj[i]));
+			kt->nanon--;
+		}
 }
