@@ -392,12 +392,36 @@ static struct oc_proc *maps_now(struct objcache *oc, const struct target_src *sr
 	return p;
 }
 
-/* What is read of a process once it is known to run Python. */
+/* Our own container id ("" outside containers), read once. */
+static const char *own_container_id(const struct target_src *src)
+{
+	static char id[sizeof(((struct py_target *)0)->container_id)];
+	static int known;
+	size_t n;
+	char *text;
+
+	if (!known && (text = target_read_file(src, "/proc/self/cgroup", 65536, &n))) {
+		if (proc_container_id_parse(text, n, id, sizeof(id)))
+			id[0] = '\0';
+		free(text);
+		known = 1;
+	}
+	return id;
+}
+
+/* What is read of a process once it is known to run Python. A process
+ * whose root is ours is in no container but ours: its container id is
+ * ours, known without reading its /proc/PID/cgroup (a new process's
+ * costliest /proc file after its maps; a container has a root of its
+ * own). */
 static void describe_process(const struct target_src *src, pid_t pid, struct py_target *t)
 {
 	proc_cmdline(src, pid, t->cmdline, sizeof(t->cmdline));
-	proc_container_id(src, pid, t->container_id, sizeof(t->container_id));
 	proc_root_read(pid, &t->root);
+	if (t->root.kind == PROC_ROOT_OURS)
+		snprintf(t->container_id, sizeof(t->container_id), "%s", own_container_id(src));
+	else
+		proc_container_id(src, pid, t->container_id, sizeof(t->container_id));
 }
 
 /* The file's perf trampoline template, read once per file. */
