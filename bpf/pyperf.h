@@ -244,12 +244,18 @@ enum proc_event_kind {
 				 * executable (an embedder, dlopen) */
 };
 
+/* py_proc_event.flags of PROC_EXEC: the name of the executable file
+ * (after symbolic links, as /proc/PID/exe's last part) was read; it has
+ * "python" in it. Without PROC_F_NAME_READ user space reads the link. */
+#define PROC_F_NAME_READ	(1u << 0)
+#define PROC_F_NAME_PYTHON	(1u << 1)
+
 struct py_proc_event {
 	__u32 kind;		/* enum proc_event_kind */
 	__u32 pid;		/* the process that exec'd, exited or mapped, or
 				 * the new child */
 	__u32 ppid;		/* fork: the parent (a target) */
-	__u32 _pad;
+	__u32 flags;		/* PROC_F_* */
 };
 
 /* sample flags */

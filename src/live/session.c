@@ -590,7 +590,9 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	if (e->kind == PROC_EXEC && batch_has_pid(s, (pid_t)e->pid) && flush_batch(s))
 		return -ENOMEM;
 	if (e->kind == PROC_EXEC)
-		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s));
+		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s),
+				!(e->flags & PROC_F_NAME_READ) ? -1 :
+				(e->flags & PROC_F_NAME_PYTHON) != 0);
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, elapsed_ns(s));
 	else if (e->kind == PROC_EXIT)

@@ -306,12 +306,15 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
 	return attach(ts, t, ps.num_threads);
 }
 
-/* pid is (again) to be probed until wait_ns from now. Its start time,
- * which a try checks the process by, is read unless known: a process that
- * exec'd keeps it, so a pending entry's serves when its interpreter's
- * library is mapped (the second event of most new processes). */
+/* pid is (again) to be probed until wait_ns from now. start: its start
+ * time if the caller read it, which the tries check the process by; 0:
+ * unknown, learnt at the first try (a read of /proc/PID/stat fewer per new
+ * process: a pid is reused only after the whole pid space, not within the
+ * few ms before that try). A process that exec'd keeps its start time, so
+ * a pending entry's stays when its interpreter's library is mapped (the
+ * second event of most new processes). */
 static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns,
-			int reread)
+			uint64_t start)
 {
 	struct pending *p = NULL;
 
@@ -323,13 +326,12 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 	if (!p) {
 		p = &ts->pending[ts->npending++];
 		*p = (struct pending){ .pid = pid, .until_ns = now_ns + wait_ns };
-		reread = 1;
 	}
 	if (p->parent)		/* exec'd: another program, to be probed */
-		reread = 1;
+		p->start_time = 0;
 	p->parent = 0;
-	if (reread)
-		p->start_time = proc_start_time(pid);
+	if (start)
+		p->start_time = start;
 	if (p->until_ns < now_ns + wait_ns)
 		p->until_ns = now_ns + wait_ns;
 	p->next_ns = now_ns + PENDING_FIRST_NS;
@@ -338,7 +340,7 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
-	pending_add(ts, pid, now_ns, wait_ns, 1);
+	pending_add(ts, pid, now_ns, wait_ns, proc_start_time(pid));
 }
 
 int64_t targets_next_try_ns(const struct target_set *ts)
@@ -431,14 +433,14 @@ static void cancel_fork(struct target_set *ts, pid_t pid)
 		}
 }
 
-/* pid exec'd: if it waits to be probed, its start time is read again (an
- * entry left by a process that had the pid before would refuse it), as
- * the next event of the same program will not. */
+/* pid exec'd: if it waits to be probed, its start time is learnt again
+ * at the next try (an entry left by a process that had the pid before
+ * would refuse it), as the next event of the same program keeps it. */
 static void exec_pending(struct target_set *ts, pid_t pid)
 {
 	for (size_t i = 0; i < ts->npending; i++)
 		if (ts->pending[i].pid == pid && !ts->pending[i].parent) {
-			ts->pending[i].start_time = proc_start_time(pid);
+			ts->pending[i].start_time = 0;
 			return;
 		}
 }
@@ -460,8 +462,10 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 			continue;
 		}
 		/* One read of its stat serves the check and the probe. */
-		gone = proc_stat(p->pid, &ps) || ps.start_time != p->start_time ||
-		       now_ns > p->until_ns;
+		gone = proc_stat(p->pid, &ps) ||
+		       (p->start_time && ps.start_time != p->start_time) || now_ns > p->until_ns;
+		if (!gone)
+			p->start_time = ps.start_time;
 		if (gone || add(ts, p->pid, 1, &ps) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
@@ -494,7 +498,7 @@ static void scan_proc(struct target_set *ts)
 			continue;
 		if (!ts->all && !descends_from_target(ts, ps.ppid))
 			continue;	/* not ours; its parent may become ours later */
-		if (targets_add(ts, pid, 1))
+		if (add(ts, pid, 1, &ps))
 			ignored(ts, key, 1);
 		else
 			ts->found_by_scan++;
@@ -563,35 +567,41 @@ static void drop(struct target_set *ts, size_t i)
 	ts->exited++;
 }
 
-static int wanted(const struct target_set *ts, pid_t pid);
+static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start);
 
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns)
+void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named)
 {
 	long i = slot_of(ts, pid);
+	uint64_t start;
 
 	cancel_fork(ts, pid);	/* not a copy of its parent any more */
 	exec_pending(ts, pid);
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
-	if (!wanted(ts, pid))
+	if (!wanted(ts, pid, &start))
 		return;
 	/* Retrying every exec of a busy host would cost more than it finds:
 	 * only interpreters named python are retried; an embedding
 	 * application is found when it maps its libpython (PROC_MAP), one
 	 * linked statically under another name by the safety-net scan. */
-	if (!exe_named_python(pid))
+	if (named < 0 ? !exe_named_python(pid) : !named)
 		return;
-	pending_add(ts, pid, now_ns, 2 * 1000000000LL, 0);
+	pending_add(ts, pid, now_ns, 2 * 1000000000LL, start);
 }
 
 /* Is a new process pid, or one that changed (exec, a library mapped),
- * one to look at? */
-static int wanted(const struct target_set *ts, pid_t pid)
+ * one to look at? *start: its start time if read on the way, else 0. */
+static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start)
 {
 	struct proc_stat ps;
 
-	return ts->all || (ts->children && proc_stat(pid, &ps) == 0 &&
-			   descends_from_target(ts, ps.ppid));
+	*start = 0;
+	if (ts->all)
+		return 1;
+	if (!ts->children || proc_stat(pid, &ps))
+		return 0;
+	*start = ps.start_time;
+	return descends_from_target(ts, ps.ppid);
 }
 
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns)
@@ -618,6 +628,8 @@ void targets_on_exit(struct target_set *ts, pid_t pid)
 void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns)
 {
 	/* The library is being mapped as we hear of it: retried shortly. */
-	if (!find_live(ts, pid) && wanted(ts, pid))
-		pending_add(ts, pid, now_ns, 2 * 1000000000LL, 0);
+	uint64_t start;
+
+	if (!find_live(ts, pid) && wanted(ts, pid, &start))
+		pending_add(ts, pid, now_ns, 2 * 1000000000LL, start);
 }

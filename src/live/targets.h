@@ -122,8 +122,10 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
 
 /* A process exec'd: a target that exec'd is a new program (dropped, then
  * retried); a new process worth watching is retried for a while, since its
- * interpreter's libraries are mapped only after the exec. */
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns);
+ * interpreter's libraries are mapped only after the exec. named: whether
+ * its executable file's name says python, if the event told (0 or 1),
+ * else -1 (read from /proc/PID/exe). */
+void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named);
 
 /* A target forked (fork copies its interpreter): profile the child,
  * FORK_WAIT_NS from now unless it execs first. */
