@@ -702,8 +702,28 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	return 0;
 }
 
+/* Whole host (set by user space): a target's exit is read at the next
+ * wake-up, not one of its own (every short-lived process cost one, ~50 us
+ * of the profiler's CPU); the other events then force theirs, since the
+ * ring buffer's adaptive wake-up skips a record submitted while an earlier
+ * one is unread. */
+const volatile bool lazy_exits = false;
+
+/* Processes whose exec said "python" (pid -> the exec's time): their
+ * libpython mapping, a moment later, needs no event of its own, since
+ * user space tries them from the exec on (PENDING_*, targets.h). */
+#define PY_EXEC_QUIET_NS	2000000000ull
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_execs SEC(".maps");
+
 static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, __u32 flags)
 {
+	__u64 wake = lazy_exits ? (kind == PROC_EXIT ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP) : 0;
+
 	struct py_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
 	if (!e) {
@@ -715,7 +735,7 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, _
 	e->pid = pid;
 	e->ppid = ppid;
 	e->flags = flags;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wake);
 }
 
 #define EXE_NAME_MAX	64
@@ -746,11 +766,18 @@ static __always_inline __u32 exe_name_flags(struct linux_binprm *bprm)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u32 pid;
+	__u32 pid, flags;
+	__u64 now;
 
 	if (pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid))
 		return 0;
-	send_proc_event(PROC_EXEC, pid, 0, exe_name_flags(bprm));
+	flags = exe_name_flags(bprm);
+	now = bpf_ktime_get_ns();
+	if (flags & PROC_F_NAME_PYTHON)
+		bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY);
+	else
+		bpf_map_delete_elem(&py_execs, &pid);
+	send_proc_event(PROC_EXEC, pid, 0, flags);
 	return 0;
 }
 
@@ -797,6 +824,7 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 {
 	static const char want[] = "libpython";
 	struct task_struct *task;
+	__u64 *exec_ns;
 	struct file **fds, *file = NULL;
 	unsigned long fd = ctx->args[4];
 	char name[sizeof(want)];
@@ -816,6 +844,9 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 			return 0;
 	if (pid_nr_in_our_ns(BPF_CORE_READ(task, group_leader, thread_pid), &pid) ||
 	    bpf_map_lookup_elem(&procs, &pid))
+		return 0;
+	exec_ns = bpf_map_lookup_elem(&py_execs, &pid);
+	if (exec_ns && bpf_ktime_get_ns() - *exec_ns < PY_EXEC_QUIET_NS)
 		return 0;
 	send_proc_event(PROC_MAP, pid, 0, 0);
 	return 0;

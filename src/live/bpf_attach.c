@@ -101,6 +101,8 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 					 (__u32)libbpf_num_possible_cpus() << PY_RULE_CACHE_BITS);
 		bpf_map__set_max_entries(skel->maps.unwind_procs, TARGETS_MAX);
 	}
+	/* Nothing waits for a target's exit on the whole host. */
+	skel->rodata->lazy_exits = cfg->all;
 	skel->rodata->gil_only = cfg->gil_only;
 	skel->rodata->kernel_stacks = cfg->kernel;
 	/* Spans of time weigh samples whose period is time. */
