@@ -14,32 +14,74 @@
 #define MAPS_MAX_BYTES	(64u << 20)	/* a sane process has far less */
 #define MAPS_MAX_LINES	1000000
 
+/* A number in base 16 or 10 at *p (before end), and *p past it; -1 if
+ * there is no digit or it overflows 64 bits. */
+static int num(const char **p, const char *end, unsigned base, unsigned long long *v)
+{
+	const char *q = *p;
+	unsigned long long x = 0;
+
+	for (; q < end; q++) {
+		unsigned d;
+
+		if (*q >= '0' && *q <= '9')
+			d = (unsigned)(*q - '0');
+		else if (base == 16 && (*q | 0x20) >= 'a' && (*q | 0x20) <= 'f')
+			d = (unsigned)((*q | 0x20) - 'a' + 10);
+		else
+			break;
+		if (x > (~0ull - d) / base)
+			return -1;
+		x = x * base + d;
+	}
+	if (q == *p)
+		return -1;
+	*v = x;
+	*p = q;
+	return 0;
+}
+
+/* Skips the one separator c at *p; -1 if it is not there. */
+static int sep(const char **p, const char *end, char c)
+{
+	if (*p >= end || **p != c)
+		return -1;
+	(*p)++;
+	return 0;
+}
+
+/* "start-end perms offset major:minor inode   path": by hand (sscanf,
+ * per line of every maps read, was most of a new process's parse). */
 static int parse_line(const char *line, size_t len, struct proc_map *pm)
 {
-	char buf[4096 + 256], perms[8] = "", path[4096] = "";
-	unsigned long long start, end, off, ino;
-	unsigned maj, min;
-	int n = 0;
+	const char *p = line, *end = line + len, *perms;
+	unsigned long long start, stop, off, maj, min, ino;
+	size_t np;
 
-	if (len >= sizeof(buf))
-		len = sizeof(buf) - 1;
-	memcpy(buf, line, len);
-	buf[len] = '\0';
-	if (sscanf(buf, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms,
-		   &off, &maj, &min, &ino, &n) < 7 || end < start)
+	if (num(&p, end, 16, &start) || sep(&p, end, '-') || num(&p, end, 16, &stop) ||
+	    sep(&p, end, ' ') || stop < start)
 		return -1;
-	if (n > 0 && (size_t)n <= len) {
-		snprintf(path, sizeof(path), "%s", buf + n);
-	}
+	for (perms = p; p < end && *p != ' '; p++)
+		;
+	np = (size_t)(p - perms);
+	if (!np || np > 4 || sep(&p, end, ' ') || num(&p, end, 16, &off) ||
+	    sep(&p, end, ' ') || num(&p, end, 16, &maj) || sep(&p, end, ':') ||
+	    num(&p, end, 16, &min) || sep(&p, end, ' ') || num(&p, end, 10, &ino) ||
+	    maj > UINT32_MAX || min > UINT32_MAX)
+		return -1;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (end - p > 4095)
+		end = p + 4095;
 	memset(pm, 0, sizeof(*pm));
 	pm->start = start;
-	pm->end = end;
+	pm->end = stop;
 	pm->offset = off;
-	pm->dev_major = maj;
-	pm->dev_minor = min;
+	pm->dev_major = (uint32_t)maj;
+	pm->dev_minor = (uint32_t)min;
 	pm->inode = ino;
-	memcpy(pm->perms, perms, 4);
-	pm->path = strdup(path);
+	memcpy(pm->perms, perms, np);
+	pm->path = strndup(p, (size_t)(end - p));
 	return pm->path ? 0 : -2;
 }
 
