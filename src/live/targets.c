@@ -11,10 +11,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "objcache.h"
 #include "proc.h"
 #include "pythread.h"
+#include "target_src.h"
 
 #define ANCESTRY_MAX 16		/* parent links followed for --subprocesses */
+
+/* Our executable as maps lines name it (device, inode): the mapping
+ * that holds this code. */
+static void own_exe_map(struct target_set *ts)
+{
+	size_t len;
+	char *text = target_read_file(target_src_live(), "/proc/self/maps", 1u << 24, &len);
+	const struct proc_map *m;
+	struct proc_maps maps;
+
+	if (text && proc_maps_parse(text, len, &maps) == 0) {
+		m = proc_maps_find(&maps, (uint64_t)(uintptr_t)&own_exe_map);
+		if (m && m->inode) {
+			ts->self_map_dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
+			ts->self_map_ino = m->inode;
+		}
+		proc_maps_free(&maps);
+	}
+	free(text);
+}
 
 void targets_init(struct target_set *ts, const struct target_src *src, struct objcache *objs,
 		  int all, int children, target_cb cb, void *ctx)
@@ -33,6 +55,7 @@ void targets_init(struct target_set *ts, const struct target_src *src, struct ob
 		ts->self_dev = (uint64_t)st.st_dev;
 		ts->self_ino = (uint64_t)st.st_ino;
 	}
+	own_exe_map(ts);
 }
 
 void targets_free(struct target_set *ts)
@@ -144,25 +167,50 @@ static void locate_gil(struct py_target *t)
  * version on); the same executable file (an instance not yet renamed, or
  * an older one: its name is its file's). The name alone could be taken
  * by any program; one that does is not profiled. */
-static int is_profiler(const struct target_set *ts, pid_t pid, const struct proc_stat *ps)
+/* is_profiler() by pid and name only (exe 0), or also by executable
+ * file (exe 1). */
+static int is_profiler(const struct target_set *ts, pid_t pid, const struct proc_stat *ps,
+		       int exe)
 {
 	struct stat st;
-	char exe[64];
+	char link[64];
 
 	if (pid == ts->self)
 		return 1;
 	if (ps && !strcmp(ps->comm, TARGETS_PROFILER_COMM))
 		return 1;
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	return ts->self_ino && stat(exe, &st) == 0 && (uint64_t)st.st_dev == ts->self_dev &&
+	if (!exe)
+		return 0;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	return ts->self_ino && stat(link, &st) == 0 && (uint64_t)st.st_dev == ts->self_dev &&
 	       (uint64_t)st.st_ino == ts->self_ino;
+}
+
+/* The third mark without a system call, once pid's maps are read (the
+ * probe's, in the object layer): does it run our executable's code? A
+ * profiler maps other programs' files only to read them, never
+ * executable. */
+static int runs_our_exe(const struct target_set *ts, pid_t pid)
+{
+	const struct oc_proc *p;
+
+	if (!ts->self_map_ino || !ts->objs || !(p = objcache_proc(ts->objs, ts->src, pid)))
+		return 0;
+	for (size_t i = 0; i < p->maps.n; i++) {
+		const struct proc_map *m = &p->maps.v[i];
+
+		if (m->perms[2] == 'x' && m->inode == ts->self_map_ino &&
+		    ((uint64_t)m->dev_major << 32 | m->dev_minor) == ts->self_map_dev)
+			return 1;
+	}
+	return 0;
 }
 
 int targets_is_profiler(const struct target_set *ts, pid_t pid)
 {
 	struct proc_stat ps;
 
-	return is_profiler(ts, pid, proc_stat(pid, &ps) == 0 ? &ps : NULL);
+	return is_profiler(ts, pid, proc_stat(pid, &ps) == 0 ? &ps : NULL, 1);
 }
 
 #define ADOPT_THREADS	256	/* threads of a new target whose children are read */
@@ -252,7 +300,9 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 		return 0;
 	if (!known && proc_stat(pid, &ps) == 0)
 		known = &ps;
-	if (is_profiler(ts, pid, known)) {
+	/* Quiet (discovery), the executable is checked after the probe, by
+	 * its maps: a stat of /proc/PID/exe fewer per new process. */
+	if (is_profiler(ts, pid, known, !quiet)) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: pid %d not profiled: it is %s\n", (int)pid,
 				pid == ts->self ? "this profiler" : "a pyperf-pprof");
@@ -273,6 +323,10 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 			fprintf(stderr, "pyperf-pprof: %s\n", err);
 		free(t);
 		ts->failed++;
+		return -1;
+	}
+	if (quiet && runs_our_exe(ts, pid)) {
+		free(t);
 		return -1;
 	}
 	locate_gil(t);

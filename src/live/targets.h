@@ -82,6 +82,7 @@ struct target_set {
 	pid_t self;			/* this profiler's pid, never a target */
 	uint64_t self_dev, self_ino;	/* its executable: another process
 					 * running it is a profiler too */
+	uint64_t self_map_dev, self_map_ino;	/* ... as maps lines name it */
 	target_cb cb;
 	void *ctx;
 	const struct target_src *src;	/* where targets are read (live or recorded) */
