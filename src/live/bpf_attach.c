@@ -166,7 +166,8 @@ void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
 		return;	/* not loaded yet: bpf_attach_load() registers it */
 	if (!add) {
 		bpf_map__delete_elem(a->skel->maps.procs, &key, sizeof(key), 0);
-		bpf_map__delete_elem(a->skel->maps.task_srcs, &key, sizeof(key), 0);
+		if (a->task_srcs_given)
+			bpf_map__delete_elem(a->skel->maps.task_srcs, &key, sizeof(key), 0);
 		return;
 	}
 	c.since_ns = now_ns();
@@ -179,6 +180,7 @@ void bpf_attach_task_src(struct bpf_attach *a, int pid, const struct py_task_src
 {
 	__u32 key = (__u32)pid;
 
+	a->task_srcs_given = 1;
 	if (a->skel && bpf_map__update_elem(a->skel->maps.task_srcs, &key, sizeof(key), src,
 					    sizeof(*src), BPF_ANY))
 		fprintf(stderr, "pyperf-pprof: cannot give pid %d's asyncio tasks to the BPF program: %s\n",

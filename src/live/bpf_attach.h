@@ -24,6 +24,10 @@ struct bpf_attach {
 	int nevents;
 	struct bpf_link *exec_link, *fork_link, *exit_link, *mmap_link, *switch_link;
 	int hw_cycles;			/* sampling hardware cycles, not time */
+	int task_srcs_given;		/* bpf_attach_task_src() was called: an
+					 * exit deletes the pid's entry (else
+					 * there is none: a system call saved
+					 * per exit of a host without asyncio) */
 };
 
 /* libbpf's messages: warnings with -v, debug with -vv. */
