@@ -127,6 +127,8 @@ struct py_walk_offsets {
 	 * < PY_CAPTURE_CODE - 8; PYPERF_NO_FIELD: no captures. */
 	__u16 code_name;
 	__u16 code_filename;
+	__u16 code_linetable;		/* co_linetable (co_lnotab), < PY_CAPTURE_CODE
+					 * - 8; PYPERF_NO_FIELD: not captured */
 	/* f_globals, which with the code object tells code_is_new() a code
 	 * object from the one freed at its address before (two modules'
 	 * bodies have two live dicts); PYPERF_NO_FIELD: by address alone */
@@ -575,13 +577,15 @@ struct py_sample {
  * sends this record before the sample's: the code object's first bytes
  * (name, file name, line table pointers, first line: what user space's
  * fingerprint covers) and the first bytes of its name and file name str
- * objects, which user space decodes as it would have read them. It names
- * the frame from them only when the code object is gone by then; the line
- * table is not copied, so such a frame shows its first line.
+ * objects, which user space decodes as it would have read them, and the
+ * first bytes of its line table's bytes object: user space makes its entry
+ * from these alone when they hold the whole of each (no system call), and
+ * names the frame from them when the code object is gone by then.
  */
 #define PY_CAPTURE_CODE		256	/* code object bytes (power of 2) */
 #define PY_CAPTURE_NAME		128	/* str object bytes of the name */
 #define PY_CAPTURE_FILE		256	/* ... of the file name */
+#define PY_CAPTURE_TABLE	512	/* bytes object bytes of the line table */
 
 struct py_code_capture {
 	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
@@ -593,11 +597,18 @@ struct py_code_capture {
 	__u16 name_len;		/* bytes of name read: PY_CAPTURE_NAME, less
 				 * near the end of a mapping, 0 unread */
 	__u16 file_len;		/* ... of file */
-	__u32 _pad;
+	__u16 table_len;	/* ... of table */
+	__u16 _pad;
 	__u8 obj[PY_CAPTURE_CODE];
 	__u8 name[PY_CAPTURE_NAME];
 	__u8 file[PY_CAPTURE_FILE];
+	/* Last: a record of before it (table_len 0 there) is this one's
+	 * beginning, so recordings made then still replay. */
+	__u8 table[PY_CAPTURE_TABLE];
 };
+
+/* The shortest struct py_code_capture user space takes (without table). */
+#define PY_CAPTURE_MIN		__builtin_offsetof(struct py_code_capture, table)
 
 /*
  * Where no stack is copied (--unwind kernel, --no-native) and the layout

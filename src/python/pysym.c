@@ -76,6 +76,9 @@ struct capture {
 					 * fields below known: load_captured() */
 	uint64_t table;			/* its co_linetable (co_lnotab) */
 	uint64_t varnames;		/* <3.11 with arguments: co_varnames */
+	uint8_t *tab;			/* that line table, when captured whole */
+	uint32_t tab_len;
+	uint64_t time_ns;		/* of the sample it was taken at */
 	uint64_t seq;			/* captures before it: its age */
 	char name[CAPTURE_NAME], filename[CAPTURE_FILE];
 };
@@ -159,6 +162,8 @@ void pysym_cache_free(struct pysym_cache *c)
 		return;
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		entry_clear(&c->e[i]);
+	for (size_t i = 0; i < CAPTURES; i++)
+		free(c->captures[i].tab);
 	free(c->e);
 	free(c->captures);
 	free(c);
@@ -208,6 +213,14 @@ static uint64_t keep_rank(const struct pysym_cache *c, const struct tag *x, uint
 	return !x->pid || (c->nforget && gone(c, x)) ? 0 : use;
 }
 
+static void capture_clear(struct capture *k)
+{
+	free(k->tab);
+	k->tab = NULL;
+	k->tab_len = 0;
+	k->tag.pid = 0;
+}
+
 /* Drops what belongs to the processes forgotten: one pass over all. */
 static void forget_flush(struct pysym_cache *c)
 {
@@ -216,7 +229,7 @@ static void forget_flush(struct pysym_cache *c)
 			entry_clear(&c->e[i]);
 	for (size_t i = 0; i < CAPTURES; i++)
 		if (c->captures[i].tag.pid && gone(c, &c->captures[i].tag))
-			c->captures[i].tag.pid = 0;
+			capture_clear(&c->captures[i]);
 	for (size_t i = 0; i < TYPE_CACHE; i++)
 		if (c->types[i].tag.pid && gone(c, &c->types[i].tag))
 			c->types[i].tag.pid = 0;
@@ -645,7 +658,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	    lo + len > t->layout.walk.code_span || cap->name_len > PY_CAPTURE_NAME ||
 	    cap->file_len > PY_CAPTURE_FILE)
 		return;
-	k->tag.pid = 0;
+	capture_clear(k);
 	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), k->name,
 			sizeof(k->name)) ||
 	    capture_str(t, cap->file, cap->file_len, field_ptr(cap->obj, o->co_filename),
@@ -655,6 +668,12 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	k->fp = fingerprint(o, cap->obj, 0);
 	k->type = field_ptr(cap->obj, o->ob_type);
 	capture_whole(t, cap, k);
+	if (cap->table_len > PY_CAPTURE_TABLE ||
+	    bytes_from(t, cap->table, cap->table_len, &k->tab, &k->tab_len)) {
+		k->tab = NULL;	/* not all there: read when loaded */
+		k->tab_len = 0;
+	}
+	k->time_ns = cap->h.time_ns;
 	k->code = cap->code;
 	k->tag = tag_of(c, t);
 	k->seq = ++c->capture_seq;
@@ -684,7 +703,21 @@ static int capture_agrees(struct pysym_cache *c, const struct py_target *t, cons
 	       strcmp(e->filename, k->filename) == 0;
 }
 
-/* e from the capture of code, when there is one: named, no line table. */
+/* The capture's line table into e, if it has one. 0, or -1: no memory. */
+static int copy_table(const struct capture *k, struct entry *e)
+{
+	if (!k->tab)
+		return 0;
+	e->table = malloc(k->tab_len ? k->tab_len : 1);
+	if (!e->table)
+		return -1;
+	memcpy(e->table, k->tab, k->tab_len);
+	e->table_len = k->tab_len;
+	return 0;
+}
+
+/* e from the capture of code, when there is one: named, its line table
+ * if that was captured (else its frames show the first line). */
 static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 			struct entry *e)
 {
@@ -694,7 +727,7 @@ static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64
 		return -1;
 	e->name = strdup(k->name);
 	e->filename = strdup(k->filename);
-	if (!e->name || !e->filename) {
+	if (!e->name || !e->filename || copy_table(k, e)) {
 		entry_clear(e);
 		return -1;
 	}
@@ -832,6 +865,57 @@ static enum first_arg arg_kind(const struct py_target *t, uint64_t addr)
 	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
 }
 
+/* How much of a code object load_captured() reads: from its start to its
+ * type and the fingerprint's end. No other reader reads this range, which
+ * a replay tells from the checks' (validate_queued) by its address and
+ * length. */
+static uint16_t head_len(const struct py_code_offsets *o)
+{
+	uint16_t lo, len;
+
+	fp_span(o, &lo, &len);
+	len = (uint16_t)(lo + len);
+	return o->ob_type + 8u > len ? (uint16_t)(o->ob_type + 8u) : len;
+}
+
+/* e from capture k, whole and with its line table: what the sample saw,
+ * read at its instant, so nothing is read but, before 3.11, the first
+ * argument's name, with the object's head to tell it is the captured one
+ * still (if not, its first argument is not known: ARG_PLAIN, as
+ * from_capture() has it). 0, or 1 (no memory). */
+static int load_all_captured(struct pysym_cache *c, const struct py_target *t,
+			     const struct capture *k, struct entry *e)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t code[256];
+	uint64_t arg0 = 0;
+	uint16_t len = head_len(o);
+	struct iovec local[2] = { { code, len }, { &arg0, sizeof(arg0) } };
+	struct iovec remote[2] = {
+		{ (void *)(uintptr_t)k->code, len },
+		{ (void *)(uintptr_t)(k->varnames + o->tuple_items), sizeof(arg0) } };
+	int alive = 0;
+
+	e->name = strdup(k->name);
+	e->filename = strdup(k->filename);
+	if (!e->name || !e->filename || copy_table(k, e))
+		return 1;
+	if (k->varnames && len <= sizeof(code))
+		alive = target_readv(t->src, t->pid, local, 2, remote, 2) ==
+				(ssize_t)(len + sizeof(arg0)) &&
+			fingerprint(o, code, 0) == k->fp && field_ptr(code, o->ob_type) == k->type;
+	e->first_arg = (uint8_t)(alive ? arg_kind(t, arg0) : ARG_PLAIN);
+	if (!alive)	/* the capture is the check */
+		e->checked_ns = c->now ? k->time_ns : 0;
+	e->firstlineno = k->firstlineno;
+	e->code = k->code;
+	e->fp = k->fp;
+	e->type = k->type;
+	c->st.captured_loads++;
+	c->st.captured_tables++;
+	return 0;
+}
+
 /* e from capture k, whole, reading only what it lacks: the line table
  * (and before 3.11 the first argument's name), with the type and the
  * fields the fingerprint covers in the same read, which tell the code
@@ -846,18 +930,13 @@ static int load_captured(struct pysym_cache *c, const struct py_target *t,
 	uint8_t code[256], table[SPEC_TABLE];
 	uint64_t arg0 = 0;
 	struct iovec local[3], remote[3];
-	uint16_t lo, len;
+	uint16_t len = head_len(o);
 	size_t n = 0, head;
 	ssize_t got;
 	int r;
 
-	/* From the object's start, to its type and the fingerprint's end: no
-	 * other reader reads this range, which a replay tells from the
-	 * checks' (validate_queued) by its address and length. */
-	fp_span(o, &lo, &len);
-	len = (uint16_t)(lo + len);
-	if (o->ob_type + 8u > len)
-		len = (uint16_t)(o->ob_type + 8u);
+	if (k->tab)
+		return load_all_captured(c, t, k, e);
 	if (len > sizeof(code))
 		return -1;
 	local[n] = (struct iovec){ code, len };

@@ -26,8 +26,11 @@ struct pysym_stats {
 	uint64_t captures;	/* code objects named by the BPF program */
 	uint64_t from_captures;	/* entries made from those: the code
 				 * object was gone when read */
-	uint64_t captured_loads;	/* entries made from those and the line
-					 * table alone, read in one system call */
+	uint64_t captured_loads;	/* entries made from those, reading
+					 * the line table alone at most, in one
+					 * system call */
+	uint64_t captured_tables;	/* ... of them with the line table
+					 * captured too: nothing read */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
