@@ -80,7 +80,10 @@ struct capture {
 	uint32_t tab_len;
 	uint64_t time_ns;		/* of the sample it was taken at */
 	uint64_t seq;			/* captures before it: its age */
-	char name[CAPTURE_NAME], filename[CAPTURE_FILE];
+	/* Decoded into CAPTURE_NAME and CAPTURE_FILE bytes, kept apart: a
+	 * set's four then lie in a few cache lines of one page, not four
+	 * pages that a new one first touched. */
+	char *name, *filename;
 };
 
 /* Before 3.11 code objects have no qualname; a method's class comes from
@@ -148,6 +151,17 @@ struct pysym_cache *pysym_cache_new(size_t capacity)
 	return c;
 }
 
+static void capture_clear(struct capture *k)
+{
+	free(k->tab);
+	free(k->name);
+	free(k->filename);
+	k->tab = NULL;
+	k->tab_len = 0;
+	k->name = k->filename = NULL;
+	k->tag.pid = 0;
+}
+
 static void entry_clear(struct entry *e)
 {
 	free(e->name);
@@ -163,7 +177,7 @@ void pysym_cache_free(struct pysym_cache *c)
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		entry_clear(&c->e[i]);
 	for (size_t i = 0; i < CAPTURES; i++)
-		free(c->captures[i].tab);
+		capture_clear(&c->captures[i]);
 	free(c->e);
 	free(c->captures);
 	free(c);
@@ -211,14 +225,6 @@ static struct tag tag_of(const struct pysym_cache *c, const struct py_target *t)
 static uint64_t keep_rank(const struct pysym_cache *c, const struct tag *x, uint64_t use)
 {
 	return !x->pid || (c->nforget && gone(c, x)) ? 0 : use;
-}
-
-static void capture_clear(struct capture *k)
-{
-	free(k->tab);
-	k->tab = NULL;
-	k->tab_len = 0;
-	k->tag.pid = 0;
 }
 
 /* Drops what belongs to the processes forgotten: one pass over all. */
@@ -615,7 +621,7 @@ static int str_whole(const char *s, size_t len)
  * table's address and, where the name depends on it (before 3.11), the
  * argument names; k->whole if it has all load_entry() would read. */
 static void capture_whole(const struct py_target *t, const struct py_code_capture *cap,
-			  struct capture *k)
+			  struct capture *k, const char *name, const char *file)
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint16_t span = t->layout.walk.code_span;
@@ -629,7 +635,7 @@ static void capture_whole(const struct py_target *t, const struct py_code_captur
 	if (o->co_linetable + 8u > span || !k->table || name_off >= 248 ||
 	    o->co_firstlineno >= 248 ||
 	    o->co_filename >= 248 || o->co_linetable >= 248 ||
-	    !str_whole(k->name, sizeof(k->name)) || !str_whole(k->filename, sizeof(k->filename)))
+	    !str_whole(name, CAPTURE_NAME) || !str_whole(file, CAPTURE_FILE))
 		return;
 	if (o->co_qualname == PYPERF_NO_FIELD && o->co_varnames != PYPERF_NO_FIELD &&
 	    o->co_varnames < 248 && o->co_argcount < 248) {
@@ -646,6 +652,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	char name[CAPTURE_NAME], file[CAPTURE_FILE];
 	struct capture *k;
 	struct entry *e;
 	uint16_t lo, len;
@@ -659,15 +666,18 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	    cap->file_len > PY_CAPTURE_FILE)
 		return;
 	capture_clear(k);
-	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), k->name,
-			sizeof(k->name)) ||
+	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), name,
+			sizeof(name)) ||
 	    capture_str(t, cap->file, cap->file_len, field_ptr(cap->obj, o->co_filename),
-			k->filename, sizeof(k->filename)))
+			file, sizeof(file)) ||
+	    !(k->name = strdup(name)) || !(k->filename = strdup(file))) {
+		capture_clear(k);
 		return;
+	}
 	memcpy(&k->firstlineno, cap->obj + o->co_firstlineno, sizeof(k->firstlineno));
 	k->fp = fingerprint(o, cap->obj, 0);
 	k->type = field_ptr(cap->obj, o->ob_type);
-	capture_whole(t, cap, k);
+	capture_whole(t, cap, k, name, file);
 	if (cap->table_len > PY_CAPTURE_TABLE ||
 	    bytes_from(t, cap->table, cap->table_len, &k->tab, &k->tab_len)) {
 		k->tab = NULL;	/* not all there: read when loaded */
