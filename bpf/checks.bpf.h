@@ -45,6 +45,27 @@ static __always_inline __u16 capture_str(__u8 *buf, __u32 len, __u64 addr)
 	return bpf_probe_read_user(buf, 64, (const void *)addr) ? 0 : 64;
 }
 
+/* Before 3.11: the first bytes of the str naming the first argument of the
+ * code object captured in c, if it has arguments; the bytes read. */
+static __always_inline __u16 capture_arg(const struct py_walk_offsets *off,
+					 struct py_code_capture *c, __u32 span)
+{
+	__u32 argc_off = off->code_argcount, names_off = off->code_varnames;
+	__u32 items = off->tuple_items;
+	__u64 names, name = 0;
+	__s32 argc;
+
+	if (argc_off > PY_CAPTURE_CODE - 8 || names_off > PY_CAPTURE_CODE - 8 ||
+	    argc_off + 4 > span || names_off + 8 > span || items > 64)
+		return 0;
+	__builtin_memcpy(&argc, c->obj + argc_off, sizeof(argc));
+	__builtin_memcpy(&names, c->obj + names_off, sizeof(names));
+	if (argc < 1 || !names || bpf_probe_read_user(&name, sizeof(name),
+						      (const void *)(names + items)))
+		return 0;
+	return capture_str(c->arg, PY_CAPTURE_ARG, name);
+}
+
 /* Sends a struct py_code_capture (bpf/pyperf.h) for the code object at
  * code, new to this program: called for fresh code only, so a steady
  * program pays nothing. Global: verified once, and its state stays out of
@@ -82,6 +103,7 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 	c->name_len = capture_str(c->name, PY_CAPTURE_NAME, name);
 	c->file_len = capture_str(c->file, PY_CAPTURE_FILE, file);
 	c->table_len = capture_str(c->table, PY_CAPTURE_TABLE, table);
+	c->arg_len = capture_arg(off, c, span);
 	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP))
 		stat_inc(STAT_LOST);
 	else

@@ -76,6 +76,8 @@ struct capture {
 					 * fields below known: load_captured() */
 	uint64_t table;			/* its co_linetable (co_lnotab) */
 	uint64_t varnames;		/* <3.11 with arguments: co_varnames */
+	uint8_t arg;			/* 1 + first_arg_kind(), from the first
+					 * argument's name captured; 0 unknown */
 	uint8_t *tab;			/* that line table, when captured whole */
 	uint32_t tab_len;
 	uint64_t time_ns;		/* of the sample it was taken at */
@@ -434,6 +436,12 @@ static uint64_t field_ptr(const uint8_t *code, uint16_t off)
 	return v;
 }
 
+static enum first_arg kind_of(const char *first)
+{
+	return strcmp(first, "self") == 0 ? ARG_SELF : strcmp(first, "cls") == 0 ? ARG_CLS :
+								     ARG_PLAIN;
+}
+
 static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *code)
 {
 	const struct py_code_offsets *o = &t->layout.code;
@@ -449,7 +457,7 @@ static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *c
 	    target_read(t->src, t->pid, field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
 	    pysym_read_str(t, name, s, sizeof(s)))
 		return ARG_PLAIN;
-	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
+	return kind_of(s);
 }
 
 /* The part of a code object the fingerprint covers: [*lo, *lo + *len). */
@@ -647,6 +655,20 @@ static void capture_whole(const struct py_target *t, const struct py_code_captur
 	k->whole = 1;
 }
 
+/* k->arg from the first argument's name the program captured: what
+ * first_arg_kind() reads, when the capture holds all of the str. */
+static uint8_t capture_arg(const struct py_target *t, const struct py_code_capture *cap,
+			   const struct capture *k)
+{
+	char s[8];
+	int r;
+
+	if (!k->varnames || !cap->arg_len || cap->arg_len > PY_CAPTURE_ARG)
+		return 0;
+	r = str_from(t, cap->arg, cap->arg_len, s, sizeof(s));
+	return r == 1 ? 0 : (uint8_t)(1 + (r ? ARG_PLAIN : kind_of(s)));
+}
+
 void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 		   const struct py_code_capture *cap)
 {
@@ -683,6 +705,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 		k->tab = NULL;	/* not all there: read when loaded */
 		k->tab_len = 0;
 	}
+	k->arg = capture_arg(t, cap, k);
 	k->time_ns = cap->h.time_ns;
 	k->code = cap->code;
 	k->tag = tag_of(c, t);
@@ -870,9 +893,13 @@ static enum first_arg arg_kind(const struct py_target *t, uint64_t addr)
 		r = str_from(t, obj, n, s, sizeof(s));
 	if (r == 1)
 		r = pysym_read_str(t, addr, s, sizeof(s));
-	if (r)
-		return ARG_PLAIN;
-	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
+	return r ? ARG_PLAIN : kind_of(s);
+}
+
+/* The first argument's kind as captured; ARG_PLAIN if unknown. */
+static enum first_arg captured_arg(const struct capture *k)
+{
+	return k->arg ? (enum first_arg)(k->arg - 1) : ARG_PLAIN;
 }
 
 /* How much of a code object load_captured() reads: from its start to its
@@ -890,31 +917,31 @@ static uint16_t head_len(const struct py_code_offsets *o)
 
 /* e from capture k, whole and with its line table: what the sample saw,
  * read at its instant, so nothing is read but, before 3.11, the first
- * argument's name, with the object's head to tell it is the captured one
- * still (if not, its first argument is not known: ARG_PLAIN, as
- * from_capture() has it). 0, or 1 (no memory). */
+ * argument's name where the capture lacks it, with the object's head to
+ * tell it is the captured one still (if not, its first argument is not
+ * known: ARG_PLAIN, as from_capture() has it). 0, or 1 (no memory). */
 static int load_all_captured(struct pysym_cache *c, const struct py_target *t,
 			     const struct capture *k, struct entry *e)
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint8_t code[256];
-	uint64_t arg0 = 0;
+	uint64_t arg0 = 0, names = k->arg ? 0 : k->varnames;
 	uint16_t len = head_len(o);
 	struct iovec local[2] = { { code, len }, { &arg0, sizeof(arg0) } };
 	struct iovec remote[2] = {
 		{ (void *)(uintptr_t)k->code, len },
-		{ (void *)(uintptr_t)(k->varnames + o->tuple_items), sizeof(arg0) } };
+		{ (void *)(uintptr_t)(names + o->tuple_items), sizeof(arg0) } };
 	int alive = 0;
 
 	e->name = strdup(k->name);
 	e->filename = strdup(k->filename);
 	if (!e->name || !e->filename || copy_table(k, e))
 		return 1;
-	if (k->varnames && len <= sizeof(code))
+	if (names && len <= sizeof(code))
 		alive = target_readv(t->src, t->pid, local, 2, remote, 2) ==
 				(ssize_t)(len + sizeof(arg0)) &&
 			fingerprint(o, code, 0) == k->fp && field_ptr(code, o->ob_type) == k->type;
-	e->first_arg = (uint8_t)(alive ? arg_kind(t, arg0) : ARG_PLAIN);
+	e->first_arg = (uint8_t)(alive ? arg_kind(t, arg0) : captured_arg(k));
 	if (!alive)	/* the capture is the check */
 		e->checked_ns = c->now ? k->time_ns : 0;
 	e->firstlineno = k->firstlineno;
@@ -938,7 +965,7 @@ static int load_captured(struct pysym_cache *c, const struct py_target *t,
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint8_t code[256], table[SPEC_TABLE];
-	uint64_t arg0 = 0;
+	uint64_t arg0 = 0, names = k->arg ? 0 : k->varnames;
 	struct iovec local[3], remote[3];
 	uint16_t len = head_len(o);
 	size_t n = 0, head;
@@ -951,19 +978,19 @@ static int load_captured(struct pysym_cache *c, const struct py_target *t,
 		return -1;
 	local[n] = (struct iovec){ code, len };
 	remote[n++] = (struct iovec){ (void *)(uintptr_t)k->code, len };
-	if (k->varnames) {
+	if (names) {
 		local[n] = (struct iovec){ &arg0, sizeof(arg0) };
-		remote[n++] = (struct iovec){ (void *)(uintptr_t)(k->varnames + o->tuple_items),
+		remote[n++] = (struct iovec){ (void *)(uintptr_t)(names + o->tuple_items),
 					      sizeof(arg0) };
 	}
-	head = len + (k->varnames ? sizeof(arg0) : 0);
+	head = len + (names ? sizeof(arg0) : 0);
 	local[n] = (struct iovec){ table, sizeof(table) };
 	remote[n++] = (struct iovec){ (void *)(uintptr_t)k->table, sizeof(table) };
 	got = target_readv(t->src, t->pid, local, n, remote, n);
 	if (got < (ssize_t)len || fingerprint(o, code, 0) != k->fp ||
 	    field_ptr(code, o->ob_type) != k->type)
 		return 1;
-	if (k->varnames && got < (ssize_t)head)
+	if (names && got < (ssize_t)head)
 		return -1;	/* rare: what load_entry() makes of it */
 	r = bytes_from(t, table, (size_t)got - head, &e->table, &e->table_len);
 	if (r < 0 || (r && read_bytes_obj(t, k->table, &e->table, &e->table_len)))
@@ -973,7 +1000,7 @@ static int load_captured(struct pysym_cache *c, const struct py_target *t,
 	if (!e->name || !e->filename)
 		return 1;
 	e->firstlineno = k->firstlineno;
-	e->first_arg = (uint8_t)(k->varnames ? arg_kind(t, arg0) : ARG_PLAIN);
+	e->first_arg = (uint8_t)(names ? arg_kind(t, arg0) : captured_arg(k));
 	e->code = k->code;
 	e->fp = k->fp;
 	e->type = k->type;
