@@ -34,7 +34,7 @@ struct {
 	__type(value, struct py_code_capture);
 } capture_buf SEC(".maps");
 
-/* The first bytes of the str object at addr into buf (len of them, or 64
+/* The first bytes of the object at addr into buf (len of them, or 64
  * near the end of a mapping); the bytes read. */
 static __always_inline __u16 capture_str(__u8 *buf, __u32 len, __u64 addr)
 {
@@ -43,6 +43,27 @@ static __always_inline __u16 capture_str(__u8 *buf, __u32 len, __u64 addr)
 	if (!bpf_probe_read_user(buf, len, (const void *)addr))
 		return (__u16)len;
 	return bpf_probe_read_user(buf, 64, (const void *)addr) ? 0 : 64;
+}
+
+/* Before 3.11: the first bytes of the str naming the first argument of the
+ * code object captured in c, if it has arguments; the bytes read. */
+static __always_inline __u16 capture_arg(const struct py_walk_offsets *off,
+					 struct py_code_capture *c, __u32 span)
+{
+	__u32 argc_off = off->code_argcount, names_off = off->code_varnames;
+	__u32 items = off->tuple_items;
+	__u64 names, name = 0;
+	__s32 argc;
+
+	if (argc_off > PY_CAPTURE_CODE - 8 || names_off > PY_CAPTURE_CODE - 8 ||
+	    argc_off + 4 > span || names_off + 8 > span || items > 64)
+		return 0;
+	__builtin_memcpy(&argc, c->obj + argc_off, sizeof(argc));
+	__builtin_memcpy(&names, c->obj + names_off, sizeof(names));
+	if (argc < 1 || !names || bpf_probe_read_user(&name, sizeof(name),
+						      (const void *)(names + items)))
+		return 0;
+	return capture_str(c->arg, PY_CAPTURE_ARG, name);
 }
 
 /* Sends a struct py_code_capture (bpf/pyperf.h) for the code object at
@@ -54,13 +75,14 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 			    __u64 code)
 {
 	struct py_code_capture *c;
-	__u32 zero = 0, name_off, file_off, span;
-	__u64 name, file;
+	__u32 zero = 0, name_off, file_off, table_off, span;
+	__u64 name, file, table = 0;
 
 	if (!off || !s)
 		return 0;
 	name_off = off->code_name;
 	file_off = off->code_filename;
+	table_off = off->code_linetable;
 	span = off->code_span;
 	if (name_off > PY_CAPTURE_CODE - 8 || file_off > PY_CAPTURE_CODE - 8 ||
 	    span < 8 || span > PY_CAPTURE_CODE)
@@ -70,6 +92,8 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 		return 0;
 	__builtin_memcpy(&name, c->obj + name_off, sizeof(name));
 	__builtin_memcpy(&file, c->obj + file_off, sizeof(file));
+	if (table_off <= PY_CAPTURE_CODE - 8 && table_off + 8 <= span)
+		__builtin_memcpy(&table, c->obj + table_off, sizeof(table));
 	c->h.pid = s->h.pid;
 	c->h.tid = s->h.tid;
 	c->h.time_ns = s->h.time_ns;
@@ -78,6 +102,8 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 	c->code = code;
 	c->name_len = capture_str(c->name, PY_CAPTURE_NAME, name);
 	c->file_len = capture_str(c->file, PY_CAPTURE_FILE, file);
+	c->table_len = capture_str(c->table, PY_CAPTURE_TABLE, table);
+	c->arg_len = capture_arg(off, c, span);
 	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP))
 		stat_inc(STAT_LOST);
 	else

@@ -127,6 +127,15 @@ struct py_walk_offsets {
 	 * < PY_CAPTURE_CODE - 8; PYPERF_NO_FIELD: no captures. */
 	__u16 code_name;
 	__u16 code_filename;
+	__u16 code_linetable;		/* co_linetable (co_lnotab), < PY_CAPTURE_CODE
+					 * - 8; PYPERF_NO_FIELD: not captured */
+	/* Before 3.11 (no co_qualname), where a method's class comes from
+	 * its first argument: co_argcount and co_varnames (< PY_CAPTURE_CODE
+	 * - 8, within code_span) and a tuple's ob_item; PYPERF_NO_FIELD:
+	 * its name is not captured. */
+	__u16 code_argcount;
+	__u16 code_varnames;
+	__u16 tuple_items;
 	/* f_globals, which with the code object tells code_is_new() a code
 	 * object from the one freed at its address before (two modules'
 	 * bodies have two live dicts); PYPERF_NO_FIELD: by address alone */
@@ -581,13 +590,18 @@ struct py_sample {
  * sends this record before the sample's: the code object's first bytes
  * (name, file name, line table pointers, first line: what user space's
  * fingerprint covers) and the first bytes of its name and file name str
- * objects, which user space decodes as it would have read them. It names
- * the frame from them only when the code object is gone by then; the line
- * table is not copied, so such a frame shows its first line.
+ * objects, which user space decodes as it would have read them, the
+ * first bytes of its line table's bytes object and, before 3.11, of its
+ * first argument's name (self, cls: the class a method is named after
+ * then comes from that argument's type): user space makes its entry
+ * from these alone when they hold the whole of each (no system call), and
+ * names the frame from them when the code object is gone by then.
  */
 #define PY_CAPTURE_CODE		256	/* code object bytes (power of 2) */
 #define PY_CAPTURE_NAME		128	/* str object bytes of the name */
 #define PY_CAPTURE_FILE		256	/* ... of the file name */
+#define PY_CAPTURE_TABLE	512	/* bytes object bytes of the line table */
+#define PY_CAPTURE_ARG		128	/* str object bytes of the first argument */
 
 struct py_code_capture {
 	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
@@ -599,11 +613,21 @@ struct py_code_capture {
 	__u16 name_len;		/* bytes of name read: PY_CAPTURE_NAME, less
 				 * near the end of a mapping, 0 unread */
 	__u16 file_len;		/* ... of file */
-	__u32 _pad;
+	__u16 table_len;	/* ... of table */
+	__u16 arg_len;		/* ... of arg */
 	__u8 obj[PY_CAPTURE_CODE];
 	__u8 name[PY_CAPTURE_NAME];
 	__u8 file[PY_CAPTURE_FILE];
+	/* Last: a record of before it (table_len 0 there) is this one's
+	 * beginning, so recordings made then still replay. */
+	__u8 table[PY_CAPTURE_TABLE];
+	/* Before 3.11, for a code object with arguments: the str object of
+	 * the first one's name (a method's self or cls). */
+	__u8 arg[PY_CAPTURE_ARG];
 };
+
+/* The shortest struct py_code_capture user space takes (without table). */
+#define PY_CAPTURE_MIN		__builtin_offsetof(struct py_code_capture, table)
 
 /*
  * Where no stack is copied (--unwind kernel, --no-native) and the layout

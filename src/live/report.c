@@ -190,9 +190,11 @@ void report_summary(const struct report_view *v)
 	fprintf(stderr, "pyperf-pprof: code-object cache: hits=%" PRIu64 " misses=%" PRIu64
 		" evictions=%" PRIu64 " stale=%" PRIu64 " errors=%" PRIu64 " checks=%" PRIu64
 		" (%" PRIu64 " read by the BPF program, the rest in %" PRIu64 " reads), skipped=%"
-		PRIu64 ", named by the BPF program at their first sample %" PRIu64 " (used %" PRIu64
+		PRIu64 ", named by the BPF program at their first sample %" PRIu64 " (%" PRIu64
+		" made from them, %" PRIu64 " without reading the line table; used %" PRIu64
 		" times: gone when read)\n", ps.hits, ps.misses, ps.evictions, ps.stale, ps.errors,
-		ps.checks, ps.answered, ps.check_reads, ps.fresh, ps.captures, ps.from_captures);
+		ps.checks, ps.answered, ps.check_reads, ps.fresh, ps.captures, ps.captured_loads,
+		ps.captured_tables, ps.from_captures);
 	fprintf(stderr, "pyperf-pprof: records added in %" PRIu64 " batches, %" PRIu64
 		" of them early (a code object not read yet, or a mapping without tables)\n",
 		v->batches, v->batches_early);

@@ -159,7 +159,7 @@ void pipeline_target_forget(struct pipeline *p, const struct py_target *t)
 	struct sample_sink *k = &p->sink;
 
 	LOG(p, forget, t);
-	pysym_forget_pid(k->syms, t->pid);
+	pysym_forget(k->syms, t->pid, t->start_time);
 	pythread_forget_pid(k->threads, t->pid);
 	pyasyncio_forget_pid(k->tasks, t->pid);
 	if (k->awaits)

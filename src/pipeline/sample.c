@@ -1040,8 +1040,17 @@ int sample_add(struct sample_sink *k, const struct py_target *t, const void *rec
 	int cut;
 
 	if (size >= PY_SAMPLE_COMPACT_HDR && (s->h.flags & SAMPLE_F_CODE_NAME)) {
-		if (size >= sizeof(struct py_code_capture))
+		struct py_code_capture cap;
+
+		/* Recordings made before the line table was captured hold
+		 * shorter ones: table_len is 0 there. */
+		if (size >= sizeof(cap)) {
 			pysym_capture(k->syms, t, rec);
+		} else if (size >= PY_CAPTURE_MIN) {
+			memset(&cap, 0, sizeof(cap));
+			memcpy(&cap, rec, size);
+			pysym_capture(k->syms, t, &cap);
+		}
 		return 0;
 	}
 	if (size >= sizeof(s->h) && (s->h.flags & SAMPLE_F_OFFCPU_END)) {

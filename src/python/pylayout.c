@@ -314,10 +314,24 @@ int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 	out->walk.code_name = out->code.co_qualname != NO16 ? out->code.co_qualname :
 							      out->code.co_name;
 	out->walk.code_filename = out->code.co_filename;
+	out->walk.code_linetable = out->code.co_linetable;
 	out->walk.code_span = capture_span(&out->code, out->walk.code_name);
 	if (out->walk.code_name > PY_CAPTURE_CODE - 8 ||
 	    out->walk.code_filename > PY_CAPTURE_CODE - 8 || !out->walk.code_span)
 		out->walk.code_name = out->walk.code_filename = out->walk.code_span = NO16;
+	/* capture_span() covers it; the argument names only where they
+	 * name methods (before 3.11) and lie within it */
+	if (out->walk.code_span == NO16)
+		out->walk.code_linetable = NO16;
+	out->walk.code_argcount = out->walk.code_varnames = out->walk.tuple_items = NO16;
+	if (out->code.co_qualname == NO16 && out->code.co_varnames != NO16 &&
+	    out->code.co_argcount != NO16 && out->walk.code_span != NO16 &&
+	    out->code.co_varnames + 8u <= out->walk.code_span &&
+	    out->code.co_argcount + 4u <= out->walk.code_span && out->code.tuple_items <= 64) {
+		out->walk.code_argcount = out->code.co_argcount;
+		out->walk.code_varnames = out->code.co_varnames;
+		out->walk.tuple_items = out->code.tuple_items;
+	}
 	out->walk.frame_globals = frame_globals(minor, &out->walk);
 	/* The BPF walk reads the frame fields with one copy of a bounded size. */
 	out->walk.frame_span = py_frame_span(&out->walk);

@@ -1,8 +1,8 @@
 /*
  * Symbolization of Python frames by reading the target's code objects with
- * process_vm_readv. Results are cached per (pid, code address) in a bounded
- * set-associative cache: code objects live as long as their functions, so a
- * hot stack costs no syscalls at all after the first sample.
+ * process_vm_readv. Results are cached per (process, code address) in a
+ * bounded set-associative cache: code objects live as long as their
+ * functions, so a hot stack costs no syscalls at all after the first sample.
  */
 #define _GNU_SOURCE
 #include "pysym.h"
@@ -40,8 +40,17 @@
 #define CAPTURE_NAME	256		/* UTF-8 of PY_CAPTURE_NAME str bytes fits */
 #define CAPTURE_FILE	512
 
-struct entry {
+/* Whose an entry is: a process by pid and start time (a pid reused is
+ * another process), made after forget number born (pysym_forget: an exec
+ * keeps pid and start time, and what the old program left is dropped). */
+struct tag {
 	int pid;			/* 0: empty */
+	uint64_t start;
+	uint64_t born;
+};
+
+struct entry {
+	struct tag tag;
 	uint64_t code;
 	char *name, *filename;
 	int firstlineno;
@@ -58,13 +67,25 @@ struct entry {
 
 /* What a struct py_code_capture said of a code object (pysym_capture). */
 struct capture {
-	int pid;			/* 0: empty */
+	struct tag tag;
 	uint64_t code;
 	uint64_t type;			/* its ob_type: the code type's address */
 	uint64_t fp;			/* fingerprint(), as load_entry() computes it */
 	int32_t firstlineno;
+	uint8_t whole;			/* names as load_entry() reads them, the
+					 * fields below known: load_captured() */
+	uint64_t table;			/* its co_linetable (co_lnotab) */
+	uint64_t varnames;		/* <3.11 with arguments: co_varnames */
+	uint8_t arg;			/* 1 + first_arg_kind(), from the first
+					 * argument's name captured; 0 unknown */
+	uint8_t *tab;			/* that line table, when captured whole */
+	uint32_t tab_len;
+	uint64_t time_ns;		/* of the sample it was taken at */
 	uint64_t seq;			/* captures before it: its age */
-	char name[CAPTURE_NAME], filename[CAPTURE_FILE];
+	/* Decoded into CAPTURE_NAME and CAPTURE_FILE bytes, kept apart: a
+	 * set's four then lie in a few cache lines of one page, not four
+	 * pages that a new one first touched. */
+	char *name, *filename;
 };
 
 /* Before 3.11 code objects have no qualname; a method's class comes from
@@ -72,13 +93,21 @@ struct capture {
 enum first_arg { ARG_PLAIN = 0, ARG_SELF, ARG_CLS };
 
 #define TYPE_CACHE	1024		/* type object -> name, direct-mapped */
-/* Forgotten pids whose entries are dropped together, by one pass over
- * the cache before it is next used: a pass reads ~1.3 MB, and a host
- * that starts a process every 0.3 s forgot one each time. */
+/* Forgotten processes whose entries are dropped together, by one pass
+ * over the cache once this many were: a pass reads ~5 MB, and a host that
+ * starts a process every 0.3 s forgets one each time. Until then their
+ * entries are only refused (tag_of). */
 #define FORGET_MAX	64
+#define FORGET_BITS	1024		/* a filter of the pids pending */
+
+struct forgotten {
+	int pid;
+	uint64_t start;
+	uint64_t seq;			/* forget number: entries born before go */
+};
 
 struct type_entry {
-	int pid;
+	struct tag tag;
 	uint64_t type;
 	char name[128];
 };
@@ -100,8 +129,10 @@ struct pysym_cache {
 	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
 	struct capture *captures;	/* CAPTURES of them */
 	uint64_t capture_seq;
-	int forget[FORGET_MAX];		/* pids whose entries are to go */
+	struct forgotten forget[FORGET_MAX];	/* processes whose entries go */
 	size_t nforget;
+	uint64_t forgets;		/* pysym_forget() calls: tag.born */
+	uint64_t forget_bits[FORGET_BITS / 64];	/* pids in forget[] */
 };
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
@@ -122,6 +153,17 @@ struct pysym_cache *pysym_cache_new(size_t capacity)
 	return c;
 }
 
+static void capture_clear(struct capture *k)
+{
+	free(k->tab);
+	free(k->name);
+	free(k->filename);
+	k->tab = NULL;
+	k->tab_len = 0;
+	k->name = k->filename = NULL;
+	k->tag.pid = 0;
+}
+
 static void entry_clear(struct entry *e)
 {
 	free(e->name);
@@ -136,46 +178,11 @@ void pysym_cache_free(struct pysym_cache *c)
 		return;
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		entry_clear(&c->e[i]);
+	for (size_t i = 0; i < CAPTURES; i++)
+		capture_clear(&c->captures[i]);
 	free(c->e);
 	free(c->captures);
 	free(c);
-}
-
-static int forgotten(const struct pysym_cache *c, int pid)
-{
-	for (size_t i = 0; i < c->nforget; i++)
-		if (c->forget[i] == pid)
-			return 1;
-	return 0;
-}
-
-/* Drops the entries and captures of the pids forgotten since the last
- * pass: called before anything matches an entry by pid. */
-static void forget_flush(struct pysym_cache *c)
-{
-	if (!c->nforget)
-		return;
-	for (size_t i = 0; i < c->nsets * WAYS; i++)
-		if (c->e[i].pid && forgotten(c, c->e[i].pid))
-			entry_clear(&c->e[i]);
-	for (size_t i = 0; i < CAPTURES; i++)
-		if (c->captures[i].pid && forgotten(c, c->captures[i].pid))
-			c->captures[i].pid = 0;
-	c->nforget = 0;
-}
-
-void pysym_forget_pid(struct pysym_cache *c, int pid)
-{
-	if (!pid || forgotten(c, pid))
-		return;
-	if (c->nforget == FORGET_MAX)
-		forget_flush(c);
-	c->forget[c->nforget++] = pid;
-}
-
-void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st)
-{
-	*st = c->st;
 }
 
 static uint64_t hash64(uint64_t x)
@@ -184,6 +191,75 @@ static uint64_t hash64(uint64_t x)
 	x *= 0xff51afd7ed558ccdULL;
 	x ^= x >> 33;
 	return x;
+}
+
+static unsigned forget_bit(int pid)
+{
+	return (unsigned)hash64((uint64_t)pid) & (FORGET_BITS - 1);
+}
+
+/* Was x's process forgotten since x was made? */
+static int gone(const struct pysym_cache *c, const struct tag *x)
+{
+	unsigned b = forget_bit(x->pid);
+
+	if (!(c->forget_bits[b / 64] & 1ull << (b % 64)))
+		return 0;
+	for (size_t i = 0; i < c->nforget; i++)
+		if (c->forget[i].pid == x->pid && c->forget[i].start == x->start &&
+		    c->forget[i].seq > x->born)
+			return 1;
+	return 0;
+}
+
+/* Is x t's (and not forgotten since)? */
+static int tag_is(const struct pysym_cache *c, const struct tag *x, const struct py_target *t)
+{
+	return x->pid == t->pid && x->start == t->start_time && (!c->nforget || !gone(c, x));
+}
+
+static struct tag tag_of(const struct pysym_cache *c, const struct py_target *t)
+{
+	return (struct tag){ .pid = t->pid, .start = t->start_time, .born = c->forgets };
+}
+
+/* Empty or forgotten, an entry goes first; then the least used. */
+static uint64_t keep_rank(const struct pysym_cache *c, const struct tag *x, uint64_t use)
+{
+	return !x->pid || (c->nforget && gone(c, x)) ? 0 : use;
+}
+
+/* Drops what belongs to the processes forgotten: one pass over all. */
+static void forget_flush(struct pysym_cache *c)
+{
+	for (size_t i = 0; i < c->nsets * WAYS; i++)
+		if (c->e[i].tag.pid && gone(c, &c->e[i].tag))
+			entry_clear(&c->e[i]);
+	for (size_t i = 0; i < CAPTURES; i++)
+		if (c->captures[i].tag.pid && gone(c, &c->captures[i].tag))
+			capture_clear(&c->captures[i]);
+	for (size_t i = 0; i < TYPE_CACHE; i++)
+		if (c->types[i].tag.pid && gone(c, &c->types[i].tag))
+			c->types[i].tag.pid = 0;
+	c->nforget = 0;
+	memset(c->forget_bits, 0, sizeof(c->forget_bits));
+}
+
+void pysym_forget(struct pysym_cache *c, int pid, uint64_t start_time)
+{
+	unsigned b = forget_bit(pid);
+
+	if (!pid)
+		return;
+	if (c->nforget == FORGET_MAX)
+		forget_flush(c);
+	c->forget[c->nforget++] = (struct forgotten){ pid, start_time, ++c->forgets };
+	c->forget_bits[b / 64] |= 1ull << (b % 64);
+}
+
+void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st)
+{
+	*st = c->st;
 }
 
 /* Appends code point cp as UTF-8; returns bytes written (0 if no room). */
@@ -360,6 +436,12 @@ static uint64_t field_ptr(const uint8_t *code, uint16_t off)
 	return v;
 }
 
+static enum first_arg kind_of(const char *first)
+{
+	return strcmp(first, "self") == 0 ? ARG_SELF : strcmp(first, "cls") == 0 ? ARG_CLS :
+								     ARG_PLAIN;
+}
+
 static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *code)
 {
 	const struct py_code_offsets *o = &t->layout.code;
@@ -375,7 +457,7 @@ static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *c
 	    target_read(t->src, t->pid, field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
 	    pysym_read_str(t, name, s, sizeof(s)))
 		return ARG_PLAIN;
-	return strcmp(s, "self") == 0 ? ARG_SELF : strcmp(s, "cls") == 0 ? ARG_CLS : ARG_PLAIN;
+	return kind_of(s);
 }
 
 /* The part of a code object the fingerprint covers: [*lo, *lo + *len). */
@@ -476,7 +558,6 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 		entry_clear(e);
 		return -1;
 	}
-	e->pid = t->pid;
 	e->code = code_addr;
 	e->first_arg = (uint8_t)first_arg_kind(t, code);
 	e->fp = fingerprint(o, code, 0);
@@ -488,9 +569,8 @@ static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint
 {
 	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 
-	forget_flush(c);
 	for (int i = 0; i < WAYS; i++)
-		if (set[i].pid == t->pid && set[i].code == code)
+		if (set[i].code == code && tag_is(c, &set[i].tag, t))
 			return &set[i];
 	return NULL;
 }
@@ -502,22 +582,21 @@ int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_
 
 /* The capture of code, or NULL; with victim, the slot to put it in (its
  * own, an empty one or the oldest of its set). */
-static struct capture *capture_find(struct pysym_cache *c, int pid, uint64_t code,
-				    struct capture **victim)
+static struct capture *capture_find(struct pysym_cache *c, const struct py_target *t,
+				    uint64_t code, struct capture **victim)
 {
-	struct capture *set = &c->captures[(hash64(code ^ (uint64_t)pid << 48) %
+	struct capture *set = &c->captures[(hash64(code ^ (uint64_t)t->pid << 48) %
 					    (CAPTURES / CAPTURE_WAYS)) * CAPTURE_WAYS];
 	struct capture *v = &set[0];
 
-	forget_flush(c);
 	for (int i = 0; i < CAPTURE_WAYS; i++) {
-		if (set[i].pid == pid && set[i].code == code) {
+		if (set[i].code == code && tag_is(c, &set[i].tag, t)) {
 			v = &set[i];
 			if (victim)
 				*victim = v;
 			return v;
 		}
-		if (!set[i].pid || (v->pid && set[i].seq < v->seq))
+		if (keep_rank(c, &set[i].tag, set[i].seq) < keep_rank(c, &v->tag, v->seq))
 			v = &set[i];
 	}
 	if (victim)
@@ -538,16 +617,69 @@ static int capture_str(const struct py_target *t, const uint8_t *obj, size_t got
 static int capture_agrees(struct pysym_cache *c, const struct py_target *t,
 			  const struct entry *e);
 
+/* Whether str_utf8() had room for every character of a str into a buffer
+ * of len (a character takes at most 4 bytes): then a larger buffer, as
+ * load_entry()'s, holds the same. */
+static int str_whole(const char *s, size_t len)
+{
+	return strlen(s) + 4 < len - 1;
+}
+
+/* What else of k load_captured() needs, from the captured bytes: the line
+ * table's address and, where the name depends on it (before 3.11), the
+ * argument names; k->whole if it has all load_entry() would read. */
+static void capture_whole(const struct py_target *t, const struct py_code_capture *cap,
+			  struct capture *k, const char *name, const char *file)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint16_t span = t->layout.walk.code_span;
+	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	int32_t argc = 0;
+
+	k->whole = 0;
+	k->table = field_ptr(cap->obj, o->co_linetable);
+	k->varnames = 0;
+	/* load_entry()'s limits: fields in the first 256 bytes */
+	if (o->co_linetable + 8u > span || !k->table || name_off >= 248 ||
+	    o->co_firstlineno >= 248 ||
+	    o->co_filename >= 248 || o->co_linetable >= 248 ||
+	    !str_whole(name, CAPTURE_NAME) || !str_whole(file, CAPTURE_FILE))
+		return;
+	if (o->co_qualname == PYPERF_NO_FIELD && o->co_varnames != PYPERF_NO_FIELD &&
+	    o->co_varnames < 248 && o->co_argcount < 248) {
+		if (o->co_varnames + 8u > span || o->co_argcount + 4u > span)
+			return;
+		memcpy(&argc, cap->obj + o->co_argcount, sizeof(argc));
+		k->varnames = argc >= 1 ? field_ptr(cap->obj, o->co_varnames) : 0;
+	}
+	k->whole = 1;
+}
+
+/* k->arg from the first argument's name the program captured: what
+ * first_arg_kind() reads, when the capture holds all of the str. */
+static uint8_t capture_arg(const struct py_target *t, const struct py_code_capture *cap,
+			   const struct capture *k)
+{
+	char s[8];
+	int r;
+
+	if (!k->varnames || !cap->arg_len || cap->arg_len > PY_CAPTURE_ARG)
+		return 0;
+	r = str_from(t, cap->arg, cap->arg_len, s, sizeof(s));
+	return r == 1 ? 0 : (uint8_t)(1 + (r ? ARG_PLAIN : kind_of(s)));
+}
+
 void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 		   const struct py_code_capture *cap)
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
+	char name[CAPTURE_NAME], file[CAPTURE_FILE];
 	struct capture *k;
 	struct entry *e;
 	uint16_t lo, len;
 
-	capture_find(c, t->pid, cap->code, &k);
+	capture_find(c, t, cap->code, &k);
 	fp_span(o, &lo, &len);
 	if (t->layout.walk.code_span > PY_CAPTURE_CODE ||
 	    name_off + 8u > t->layout.walk.code_span ||
@@ -555,17 +687,28 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	    lo + len > t->layout.walk.code_span || cap->name_len > PY_CAPTURE_NAME ||
 	    cap->file_len > PY_CAPTURE_FILE)
 		return;
-	k->pid = 0;
-	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), k->name,
-			sizeof(k->name)) ||
+	capture_clear(k);
+	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), name,
+			sizeof(name)) ||
 	    capture_str(t, cap->file, cap->file_len, field_ptr(cap->obj, o->co_filename),
-			k->filename, sizeof(k->filename)))
+			file, sizeof(file)) ||
+	    !(k->name = strdup(name)) || !(k->filename = strdup(file))) {
+		capture_clear(k);
 		return;
+	}
 	memcpy(&k->firstlineno, cap->obj + o->co_firstlineno, sizeof(k->firstlineno));
 	k->fp = fingerprint(o, cap->obj, 0);
 	k->type = field_ptr(cap->obj, o->ob_type);
+	capture_whole(t, cap, k, name, file);
+	if (cap->table_len > PY_CAPTURE_TABLE ||
+	    bytes_from(t, cap->table, cap->table_len, &k->tab, &k->tab_len)) {
+		k->tab = NULL;	/* not all there: read when loaded */
+		k->tab_len = 0;
+	}
+	k->arg = capture_arg(t, cap, k);
+	k->time_ns = cap->h.time_ns;
 	k->code = cap->code;
-	k->pid = t->pid;
+	k->tag = tag_of(c, t);
 	k->seq = ++c->capture_seq;
 	c->st.captures++;
 	/* The program saw a code object new at this address (or one it had
@@ -585,7 +728,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
  * name and file name the same), for its line table. */
 static int capture_agrees(struct pysym_cache *c, const struct py_target *t, const struct entry *e)
 {
-	const struct capture *k = capture_find(c, t->pid, e->code, NULL);
+	const struct capture *k = capture_find(c, t, e->code, NULL);
 
 	if (!k)
 		return 1;
@@ -593,22 +736,36 @@ static int capture_agrees(struct pysym_cache *c, const struct py_target *t, cons
 	       strcmp(e->filename, k->filename) == 0;
 }
 
-/* e from the capture of code, when there is one: named, no line table. */
+/* The capture's line table into e, if it has one. 0, or -1: no memory. */
+static int copy_table(const struct capture *k, struct entry *e)
+{
+	if (!k->tab)
+		return 0;
+	e->table = malloc(k->tab_len ? k->tab_len : 1);
+	if (!e->table)
+		return -1;
+	memcpy(e->table, k->tab, k->tab_len);
+	e->table_len = k->tab_len;
+	return 0;
+}
+
+/* e from the capture of code, when there is one: named, its line table
+ * if that was captured (else its frames show the first line). */
 static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 			struct entry *e)
 {
-	struct capture *k = capture_find(c, t->pid, code, NULL);
+	struct capture *k = capture_find(c, t, code, NULL);
 
 	if (!k)
 		return -1;
 	e->name = strdup(k->name);
 	e->filename = strdup(k->filename);
-	if (!e->name || !e->filename) {
+	if (!e->name || !e->filename || copy_table(k, e)) {
 		entry_clear(e);
 		return -1;
 	}
 	e->firstlineno = k->firstlineno;
-	e->pid = t->pid;
+	e->tag = tag_of(c, t);
 	e->code = code;
 	e->fp = k->fp;
 	e->type = k->type;
@@ -722,40 +879,182 @@ void pysym_check_end(struct pysym_cache *c)
 		c->round = 1;
 }
 
+/* first_arg_kind() of a code object whose first argument's name is the
+ * str at addr: one read where the name is short, as "self" is. */
+static enum first_arg arg_kind(const struct py_target *t, uint64_t addr)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t obj[128];
+	size_t n = o->unicode_compact_size + 16u;
+	char s[8];
+	int r = 1;
+
+	if (n <= sizeof(obj) && !target_read(t->src, t->pid, addr, obj, n))
+		r = str_from(t, obj, n, s, sizeof(s));
+	if (r == 1)
+		r = pysym_read_str(t, addr, s, sizeof(s));
+	return r ? ARG_PLAIN : kind_of(s);
+}
+
+/* The first argument's kind as captured; ARG_PLAIN if unknown. */
+static enum first_arg captured_arg(const struct capture *k)
+{
+	return k->arg ? (enum first_arg)(k->arg - 1) : ARG_PLAIN;
+}
+
+/* How much of a code object load_captured() reads: from its start to its
+ * type and the fingerprint's end. No other reader reads this range, which
+ * a replay tells from the checks' (validate_queued) by its address and
+ * length. */
+static uint16_t head_len(const struct py_code_offsets *o)
+{
+	uint16_t lo, len;
+
+	fp_span(o, &lo, &len);
+	len = (uint16_t)(lo + len);
+	return o->ob_type + 8u > len ? (uint16_t)(o->ob_type + 8u) : len;
+}
+
+/* e from capture k, whole and with its line table: what the sample saw,
+ * read at its instant, so nothing is read but, before 3.11, the first
+ * argument's name where the capture lacks it, with the object's head to
+ * tell it is the captured one still (if not, its first argument is not
+ * known: ARG_PLAIN, as from_capture() has it). 0, or 1 (no memory). */
+static int load_all_captured(struct pysym_cache *c, const struct py_target *t,
+			     const struct capture *k, struct entry *e)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t code[256];
+	uint64_t arg0 = 0, names = k->arg ? 0 : k->varnames;
+	uint16_t len = head_len(o);
+	struct iovec local[2] = { { code, len }, { &arg0, sizeof(arg0) } };
+	struct iovec remote[2] = {
+		{ (void *)(uintptr_t)k->code, len },
+		{ (void *)(uintptr_t)(names + o->tuple_items), sizeof(arg0) } };
+	int alive = 0;
+
+	e->name = strdup(k->name);
+	e->filename = strdup(k->filename);
+	if (!e->name || !e->filename || copy_table(k, e))
+		return 1;
+	if (names && len <= sizeof(code))
+		alive = target_readv(t->src, t->pid, local, 2, remote, 2) ==
+				(ssize_t)(len + sizeof(arg0)) &&
+			fingerprint(o, code, 0) == k->fp && field_ptr(code, o->ob_type) == k->type;
+	e->first_arg = (uint8_t)(alive ? arg_kind(t, arg0) : captured_arg(k));
+	if (!alive)	/* the capture is the check */
+		e->checked_ns = c->now ? k->time_ns : 0;
+	e->firstlineno = k->firstlineno;
+	e->code = k->code;
+	e->fp = k->fp;
+	e->type = k->type;
+	c->st.captured_loads++;
+	c->st.captured_tables++;
+	return 0;
+}
+
+/* e from capture k, whole, reading only what it lacks: the line table
+ * (and before 3.11 the first argument's name), with the type and the
+ * fields the fingerprint covers in the same read, which tell the code
+ * object is the one captured still. Then e is what load_entry() and capture_agrees()
+ * would make of it, in one system call instead of two or more. 0 done,
+ * 1 the code object is not the captured one or unreadable (from_capture),
+ * -1 to be read by load_entry(). */
+static int load_captured(struct pysym_cache *c, const struct py_target *t,
+			 const struct capture *k, struct entry *e)
+{
+	const struct py_code_offsets *o = &t->layout.code;
+	uint8_t code[256], table[SPEC_TABLE];
+	uint64_t arg0 = 0, names = k->arg ? 0 : k->varnames;
+	struct iovec local[3], remote[3];
+	uint16_t len = head_len(o);
+	size_t n = 0, head;
+	ssize_t got;
+	int r;
+
+	if (k->tab)
+		return load_all_captured(c, t, k, e);
+	if (len > sizeof(code))
+		return -1;
+	local[n] = (struct iovec){ code, len };
+	remote[n++] = (struct iovec){ (void *)(uintptr_t)k->code, len };
+	if (names) {
+		local[n] = (struct iovec){ &arg0, sizeof(arg0) };
+		remote[n++] = (struct iovec){ (void *)(uintptr_t)(names + o->tuple_items),
+					      sizeof(arg0) };
+	}
+	head = len + (names ? sizeof(arg0) : 0);
+	local[n] = (struct iovec){ table, sizeof(table) };
+	remote[n++] = (struct iovec){ (void *)(uintptr_t)k->table, sizeof(table) };
+	got = target_readv(t->src, t->pid, local, n, remote, n);
+	if (got < (ssize_t)len || fingerprint(o, code, 0) != k->fp ||
+	    field_ptr(code, o->ob_type) != k->type)
+		return 1;
+	if (names && got < (ssize_t)head)
+		return -1;	/* rare: what load_entry() makes of it */
+	r = bytes_from(t, table, (size_t)got - head, &e->table, &e->table_len);
+	if (r < 0 || (r && read_bytes_obj(t, k->table, &e->table, &e->table_len)))
+		return 1;
+	e->name = strdup(k->name);
+	e->filename = strdup(k->filename);
+	if (!e->name || !e->filename)
+		return 1;
+	e->firstlineno = k->firstlineno;
+	e->first_arg = (uint8_t)(names ? arg_kind(t, arg0) : captured_arg(k));
+	e->code = k->code;
+	e->fp = k->fp;
+	e->type = k->type;
+	c->st.captured_loads++;
+	return 0;
+}
+
+/* Reads code into e (empty), from its capture where there is one. */
+static int load(struct pysym_cache *c, const struct py_target *t, uint64_t code,
+		struct entry *e)
+{
+	const struct capture *k = capture_find(c, t, code, NULL);
+	int r;
+
+	if (!k || !k->whole || (r = load_captured(c, t, k, e)) < 0)
+		r = load_entry(t, code, e) || !capture_agrees(c, t, e);
+	if (!r)
+		return 0;
+	entry_clear(e);
+	e->checked_ns = c->now ? c->now() : 0;
+	return from_capture(c, t, code, e);
+}
+
 static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 			    uint64_t code, int *err)
 {
 	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 	struct entry *victim = &set[0];
 
-	forget_flush(c);
 	*err = 0;
 	c->clock++;
 	for (int i = 0; i < WAYS; i++) {
-		if (set[i].pid == t->pid && set[i].code == code) {
+		if (set[i].code == code && tag_is(c, &set[i].tag, t)) {
 			set[i].age = c->clock;
 			c->st.hits++;
 			return &set[i];
 		}
-		if (!set[i].pid || (victim->pid && set[i].age < victim->age))
+		if (keep_rank(c, &set[i].tag, set[i].age) < keep_rank(c, &victim->tag, victim->age))
 			victim = &set[i];
 	}
 	c->st.misses++;
-	if (victim->pid) {
-		c->st.evictions++;
+	if (victim->tag.pid) {
+		if (!c->nforget || !gone(c, &victim->tag))
+			c->st.evictions++;
 		entry_clear(victim);
 	}
 	/* Read before the code object: a load is a check too. */
 	victim->checked_ns = c->now ? c->now() : 0;
-	if (load_entry(t, code, victim) || !capture_agrees(c, t, victim)) {
-		entry_clear(victim);
-		victim->checked_ns = c->now ? c->now() : 0;
-		if (from_capture(c, t, code, victim)) {
-			c->st.errors++;
-			*err = 1;
-			return NULL;
-		}
+	if (load(c, t, code, victim)) {
+		c->st.errors++;
+		*err = 1;
+		return NULL;
 	}
+	victim->tag = tag_of(c, t);
 	victim->age = c->clock;
 	victim->serial = ++c->serials;
 	return victim;
@@ -817,9 +1116,9 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 	struct type_entry *te = &c->types[hash64(type ^ (uint64_t)t->pid << 48) % TYPE_CACHE];
 	uint64_t name;
 
-	if (te->pid == t->pid && te->type == type)
+	if (te->type == type && tag_is(c, &te->tag, t))
 		return te->name;
-	te->pid = 0;
+	te->tag.pid = 0;
 	if (not_a_type(t, type))
 		return NULL;
 	if (target_read(t->src, t->pid, type + t->layout.code.type_name, &name, sizeof(name)) ||
@@ -832,7 +1131,7 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 	te->name[sizeof(te->name) - 1] = '\0';
 	if (!plausible_type_name(te->name))
 		return NULL;
-	te->pid = t->pid;
+	te->tag = tag_of(c, t);
 	te->type = type;
 	return te->name;
 }
@@ -868,9 +1167,8 @@ uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 {
 	const struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 
-	forget_flush((struct pysym_cache *)c);
 	for (int i = 0; code && i < WAYS; i++)
-		if (set[i].pid == t->pid && set[i].code == code)
+		if (set[i].code == code && tag_is(c, &set[i].tag, t))
 			return entry_key(&set[i], self);
 	return 0;
 }

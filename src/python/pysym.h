@@ -26,6 +26,11 @@ struct pysym_stats {
 	uint64_t captures;	/* code objects named by the BPF program */
 	uint64_t from_captures;	/* entries made from those: the code
 				 * object was gone when read */
+	uint64_t captured_loads;	/* entries made from those, reading
+					 * the line table alone at most, in one
+					 * system call */
+	uint64_t captured_tables;	/* ... of them with the line table
+					 * captured too: nothing read */
 };
 
 /* capacity is rounded up to a power of two; entries are evicted beyond it. */
@@ -84,9 +89,12 @@ void pysym_check_answer(struct pysym_cache *c, size_t i, const uint8_t *bytes, u
 /* Is this code object of t cached (nothing is read)? */
 int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code);
 
-/* Forgets every entry of a process (it exited or exec'd): dropped before
- * the cache is next used, in one pass with the others forgotten since. */
-void pysym_forget_pid(struct pysym_cache *c, int pid);
+/* Forgets every entry of a process, pid started at start_time (it exited
+ * or exec'd): they are refused from now on and freed by one pass over the
+ * cache once FORGET_MAX processes were forgotten, or replaced before. An
+ * entry is another process's when its pid or start time differs, so pid
+ * reuse needs no forgetting; an exec keeps both, the forget tells. */
+void pysym_forget(struct pysym_cache *c, int pid, uint64_t start_time);
 
 void pysym_get_stats(const struct pysym_cache *c, struct pysym_stats *st);
 

@@ -23,7 +23,8 @@ static const struct cfg_field cfg_fields[] = {
 	CF(off.frame_localsplus), CF(off.frame_is_entry), CF(off.frame_kind), CF(off.tid_kind),
 	CF(off.code_tag_mask), CF(off.entry_kind), CF(off.frame_span), CF(off.frame_tlbc_index),
 	CF(off.owner_shim), CF(off.lasti_in_code), CF(off.cframe_previous), CF(off.code_name),
-	CF(off.code_filename), CF(off.frame_globals), CF(off.code_span),
+	CF(off.code_filename), CF(off.code_linetable),
+	CF(off.code_argcount), CF(off.code_varnames), CF(off.tuple_items), CF(off.frame_globals), CF(off.code_span),
 };
 
 #define NCFG (sizeof(cfg_fields) / sizeof(cfg_fields[0]))

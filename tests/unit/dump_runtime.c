@@ -152,6 +152,8 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 		 * and f_funcobj in every 3.13+ frame. */
 		want.code_name = l->code.co_qualname;
 		want.code_filename = l->code.co_filename;
+		want.code_linetable = l->code.co_linetable;
+		want.code_argcount = want.code_varnames = want.tuple_items = PYPERF_NO_FIELD;
 		want.frame_globals = 24;
 		want.code_span = t.bpf.off.code_span;	/* checked below */
 		want.frame_span = py_frame_span(&want);

@@ -256,6 +256,53 @@ static void test_validation_clock(struct env *e)
 	check_got(!strcmp(got, "d (fake.py:0) 1"), "no clock: every sample checks", got);
 }
 
+/* Entries are a process's by pid and start time. A forget (exit, exec:
+ * the same pid and start time) refuses the entries made before it, not
+ * those made after; a pid reused (another start time) never matches the
+ * old process's. Samples older than the last load are not checked
+ * (clock), so only the cache's own keys tell the code objects apart. */
+static void test_forget(struct env *e)
+{
+	const char *got;
+	uint64_t start = e->t.start_time;
+
+	e->k->clock = fake_clock;
+	fake_now = 10000000000;
+	e->s->h.time_ns = 9000000000;
+	replace_d(e, "d", 10);
+	frame(e, 0, CODE(e->d), 0);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "d (fake.py:0) 1"), "forget: d loaded", got);
+	replace_d(e, "e", 20);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "d (fake.py:0) 1"), "forget: not checked, d cached", got);
+	pysym_forget(e->k->syms, e->t.pid, start);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "e (fake.py:0) 1"), "forget: the entry made before is refused", got);
+	replace_d(e, "f", 30);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "e (fake.py:0) 1"), "forget: the entry made after is kept", got);
+	e->t.start_time = start + 1;
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "f (fake.py:0) 1"), "forget: a reused pid is another process", got);
+	replace_d(e, "g", 40);
+	e->t.start_time = start;
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "e (fake.py:0) 1"),
+		  "forget: the first process's later entry is still its own", got);
+	/* Enough others forgotten for a pass over the cache: it frees the
+	 * refused entries and keeps the rest. */
+	for (int i = 1; i <= 70; i++)
+		pysym_forget(e->k->syms, e->t.pid + i, start);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "e (fake.py:0) 1"), "forget: a pass keeps the others' entries", got);
+	pysym_forget(e->k->syms, e->t.pid, start);
+	got = run(e, 1, 0);
+	check_got(!strcmp(got, "g (fake.py:0) 1"), "forget: after a pass, forgetting again works",
+		  got);
+	e->k->clock = NULL;
+}
+
 /* A drain's records have their code objects checked together, one read
  * for all, before they are added (session.c); the records then need no
  * read of their own, and a code object replaced since its last check is
@@ -519,6 +566,7 @@ int main(void)
 	test_compact(e);
 	test_validation_clock(e);
 	test_precheck(e);
+	test_forget(e);
 	test_answers(e);
 	test_prompt(e);
 	test_long_names(e);
