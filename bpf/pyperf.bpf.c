@@ -379,22 +379,38 @@ fail:
 	return 0;
 }
 
-/* Appends the kernel stack after the user stack at off; returns the
- * number of addresses written. */
+/* No stack window: resolve_anchor reads each. */
+struct resolve_ctx {
+	struct py_sample *s;
+	struct nregs none;
+};
+
+static long resolve_one(__u32 i, struct resolve_ctx *c)
+{
+	resolve_anchor(c->s, &c->none, i);
+	return 0;
+}
+
 /* A copied stack is unwound in user space, which matches the anchors
- * itself: they follow the record's end at off. Returns the bytes added. */
+ * itself: they follow the record's end at off, the lazy ones read first.
+ * Returns the bytes added. */
 static __always_inline __u64 copy_anchors(struct py_sample *s, __u64 off, __u32 na)
 {
+	struct resolve_ctx c = { .s = s };
+
 	if (na > PY_ANCHORS_MAX - 1)
 		na = PY_ANCHORS_MAX - 1;
 	if (!na || off > __builtin_offsetof(struct py_sample, anchors) - PY_ANCHORS_MAX * 8)
 		return 0;
+	bpf_loop(na, resolve_one, &c, 0);
 	if (bpf_probe_read_kernel((void *)s + off, (na & (PY_ANCHORS_MAX - 1)) * 8, s->anchors))
 		return 0;
 	s->h.nanchors = (__u8)na;
 	return (__u64)na * 8;
 }
 
+/* Appends the kernel stack after the user stack at off; returns the
+ * number of addresses written. */
 static __always_inline __u16 copy_kernel_stack(void *ctx, struct py_sample *s, __u64 off)
 {
 	long n;

@@ -57,6 +57,10 @@ enum py_entry_kind {
 #define PY_ANCHORS_MAX		256	/* power of 2; more groups than native
 					 * frames the BPF walk can reach */
 #define PY_ANCHOR_SKIPS		4	/* anchors in no frame, passed per frame */
+/* The BPF walk's scratch only, never in a record: an anchor not read yet,
+ * the _PyCFrame the previous anchor's links to (odd: no _PyCFrame's
+ * address). */
+#define PY_ANCHOR_LAZY		1
 
 /* Native frame [lo, hi) of the stack (from its callee's CFA to its own):
  * the index of the anchor it holds, or -1. *next is the first anchor not
@@ -547,6 +551,10 @@ struct py_sample {
 	__u64 anchors[PY_ANCHORS_MAX];
 	__u32 na;		/* groups closed: anchors put (may pass the max) */
 	__u32 anchor_next;	/* the native walk's place in them */
+	/* PY_ENTRY_FLAG: offset of _PyCFrame.previous, for the anchors left
+	 * PY_ANCHOR_LAZY (the previous anchor's previous) */
+	__u32 anchor_link;
+	__u32 _anchor_pad;
 	/* Scratch of the task search (struct py_task_src): candidates'
 	 * coroutine frames, the one matched and how many matched. */
 	__u64 task_frame[PY_TASK_CANDS];
