@@ -528,12 +528,14 @@ __noinline __u64 anchor_tag(struct py_sample *s, const struct nregs *r, __u64 lo
 	__u32 next, na;
 	int g;
 
-	if (!s || !r || !s->na)
+	if (!s || !r)
 		return 0;
 	next = s->anchor_next;
 	na = s->na < PY_ANCHORS_MAX ? s->na : PY_ANCHORS_MAX;
-	if (next >= na)
+	if (next >= na) {
+		s->anchor_want = ~0ULL;
 		return 0;
+	}
 	if (s->anchors[next & (PY_ANCHORS_MAX - 1)] < lo) {
 		for (int k = 0; k <= PY_ANCHOR_SKIPS; k++) {
 			if (next + k >= na || resolve_anchor(s, r, next + k) >= lo)
@@ -542,16 +544,13 @@ __noinline __u64 anchor_tag(struct py_sample *s, const struct nregs *r, __u64 lo
 	}
 	g = py_anchor_match(s->anchors, s->na, &next, lo, hi);
 	s->anchor_next = next;
-	if (g < 0)
-		return 0;
-	if (next < na)
-		resolve_anchor(s, r, next);
-	return PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT;
+	s->anchor_want = next < na ? resolve_anchor(s, r, next) : ~0ULL;
+	return g < 0 ? 0 : PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT;
 }
 
 static long nwalk_step(__u32 i, struct nwalk *w)
 {
-	__u64 off, *pc, lo;
+	__u64 off, *pc, lo, hi;
 	int end;
 
 	if (w->r.ip == 0) {
@@ -572,8 +571,10 @@ static long nwalk_step(__u32 i, struct nwalk *w)
 	if (w->r.map_flags & PY_MAP_TRAMPOLINE)
 		*pc |= PY_PC_TRAMPOLINE;
 	/* The frame spans [its sp, its CFA = the caller's sp), known when
-	 * the step succeeded. */
-	*pc |= anchor_tag(w->s, &w->r, lo, end < 0 ? w->r.sp : lo);
+	 * the step succeeded; below the next anchor, it holds none. */
+	hi = end < 0 ? w->r.sp : lo;
+	if (hi > w->s->anchor_want)
+		*pc |= anchor_tag(w->s, &w->r, lo, hi);
 	if (end >= 0) {
 		w->end = end;
 		return 1;
@@ -619,6 +620,7 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 		   (fsize == sizeof(struct py_frame_rec) ? sizeof(struct py_frame_rec)
 							 : sizeof(struct py_frame_compact));
 
+	s->anchor_want = s->na ? s->anchors[0] : ~0ULL;
 	bpf_loop(PYPERF_MAX_NATIVE + 1, nwalk_step, &w, 0);
 	s->h.native_end = w.end;
 	count_end(w.end);
