@@ -475,27 +475,82 @@ __noinline int native_step(const struct py_unwind_proc *p, struct nregs *w)
 	return PY_ROW_CFA(row.kind) == ROW_NONE ? fp_step(w) : row_step(w, &row);
 }
 
+/* The stack word at addr, from the window where it holds it, else by a
+ * read of its own: never a refill, so the walk's windows stay as they
+ * were. */
+static __always_inline int held_word(const struct nregs *r, __u64 addr, __u64 *v)
+{
+	struct stack_window *b = NULL;
+	__u64 off = addr - r->win_lo;
+	__u32 zero = 0;
+
+	if (addr >= r->win_lo && off + 8 <= r->win_len)
+		b = bpf_map_lookup_elem(&stack_win, &zero);
+	if (!b)
+		return bpf_probe_read_user(v, 8, (const void *)addr);
+	*v = *(__u64 *)(b->b + (off & (PY_STACK_WIN - 1)));
+	return 0;
+}
+
+/* Anchor j, read if the walk left it PY_ANCHOR_LAZY (entry_anchor): the
+ * _PyCFrame the one of anchor j - 1 links to, 0 if unreadable (an anchor
+ * in no frame, as a failed read always gave). Global: inlined, clang
+ * hoisted the index's bound out of anchor_tag's loop. */
+__noinline __u64 resolve_anchor(struct py_sample *s, const struct nregs *r, __u32 j)
+{
+	__u64 prev, v = 0;
+
+	if (!s || !r || j >= PY_ANCHORS_MAX)
+		return 0;
+	v = s->anchors[j & (PY_ANCHORS_MAX - 1)];
+	if (j == 0)
+		return v;
+	if (v != PY_ANCHOR_LAZY)
+		return v;
+	prev = s->anchors[(j - 1) & (PY_ANCHORS_MAX - 1)];
+	v = 0;
+	if (prev && prev != PY_ANCHOR_LAZY && held_word(r, prev + s->anchor_link, &v))
+		v = 0;
+	s->anchors[j & (PY_ANCHORS_MAX - 1)] = v;
+	return v;
+}
+
 /* The tag for the pc of a native frame spanning [lo, hi) of the stack:
  * PY_PC_EVAL and the anchor it holds, or 0 (py_anchor_match over s's
- * anchors; s->anchor_next is where the last match left off). Global:
- * verified once, not once per path through the walk's bpf_loop callback
- * (inlined, it went past the verifier's limit). */
-__noinline __u64 anchor_tag(struct py_sample *s, __u64 lo, __u64 hi)
+ * anchors; s->anchor_next is where the last match left off). A lazy
+ * anchor is read after the match before it, where its link lies in the
+ * frame just matched, which the stack window holds; the ones the match
+ * looks at are read first (anchors in no frame, rare). Global: verified
+ * once, not once per path through the walk's bpf_loop callback (inlined,
+ * it went past the verifier's limit). */
+__noinline __u64 anchor_tag(struct py_sample *s, const struct nregs *r, __u64 lo, __u64 hi)
 {
-	__u32 next;
+	__u32 next, na;
 	int g;
 
-	if (!s || !s->na)
+	if (!s || !r)
 		return 0;
 	next = s->anchor_next;
+	na = s->na < PY_ANCHORS_MAX ? s->na : PY_ANCHORS_MAX;
+	if (next >= na) {
+		s->anchor_want = ~0ULL;
+		return 0;
+	}
+	if (s->anchors[next & (PY_ANCHORS_MAX - 1)] < lo) {
+		for (int k = 0; k <= PY_ANCHOR_SKIPS; k++) {
+			if (next + k >= na || resolve_anchor(s, r, next + k) >= lo)
+				break;
+		}
+	}
 	g = py_anchor_match(s->anchors, s->na, &next, lo, hi);
 	s->anchor_next = next;
+	s->anchor_want = next < na ? resolve_anchor(s, r, next) : ~0ULL;
 	return g < 0 ? 0 : PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT;
 }
 
 static long nwalk_step(__u32 i, struct nwalk *w)
 {
-	__u64 off, *pc, lo;
+	__u64 off, *pc, lo, hi;
 	int end;
 
 	if (w->r.ip == 0) {
@@ -516,8 +571,10 @@ static long nwalk_step(__u32 i, struct nwalk *w)
 	if (w->r.map_flags & PY_MAP_TRAMPOLINE)
 		*pc |= PY_PC_TRAMPOLINE;
 	/* The frame spans [its sp, its CFA = the caller's sp), known when
-	 * the step succeeded. */
-	*pc |= anchor_tag(w->s, lo, end < 0 ? w->r.sp : lo);
+	 * the step succeeded; below the next anchor, it holds none. */
+	hi = end < 0 ? w->r.sp : lo;
+	if (hi > w->s->anchor_want)
+		*pc |= anchor_tag(w->s, &w->r, lo, hi);
 	if (end >= 0) {
 		w->end = end;
 		return 1;
@@ -563,6 +620,7 @@ static __always_inline __u32 unwind_native(struct py_sample *s, __u32 tgid, __u3
 		   (fsize == sizeof(struct py_frame_rec) ? sizeof(struct py_frame_rec)
 							 : sizeof(struct py_frame_compact));
 
+	s->anchor_want = s->na ? s->anchors[0] : ~0ULL;
 	bpf_loop(PYPERF_MAX_NATIVE + 1, nwalk_step, &w, 0);
 	s->h.native_end = w.end;
 	count_end(w.end);

@@ -96,6 +96,11 @@ struct {
  * samples on a little past it, each record cut to what lies before it. */
 __u64 stop_at_ns;
 
+/* Set by user space with task_srcs' first entry: until then a sample
+ * looks nothing up there (a hash lookup a sample, ~0.1 us on a loaded
+ * host, for programs without asyncio). */
+bool task_srcs_any;
+
 /* The part before stop of a span that ends at now. */
 static __always_inline __u64 span_before(__u64 now, __u64 span, __u64 stop)
 {
@@ -379,22 +384,38 @@ fail:
 	return 0;
 }
 
-/* Appends the kernel stack after the user stack at off; returns the
- * number of addresses written. */
+/* No stack window: resolve_anchor reads each. */
+struct resolve_ctx {
+	struct py_sample *s;
+	struct nregs none;
+};
+
+static long resolve_one(__u32 i, struct resolve_ctx *c)
+{
+	resolve_anchor(c->s, &c->none, i);
+	return 0;
+}
+
 /* A copied stack is unwound in user space, which matches the anchors
- * itself: they follow the record's end at off. Returns the bytes added. */
+ * itself: they follow the record's end at off, the lazy ones read first.
+ * Returns the bytes added. */
 static __always_inline __u64 copy_anchors(struct py_sample *s, __u64 off, __u32 na)
 {
+	struct resolve_ctx c = { .s = s };
+
 	if (na > PY_ANCHORS_MAX - 1)
 		na = PY_ANCHORS_MAX - 1;
 	if (!na || off > __builtin_offsetof(struct py_sample, anchors) - PY_ANCHORS_MAX * 8)
 		return 0;
+	bpf_loop(na, resolve_one, &c, 0);
 	if (bpf_probe_read_kernel((void *)s + off, (na & (PY_ANCHORS_MAX - 1)) * 8, s->anchors))
 		return 0;
 	s->h.nanchors = (__u8)na;
 	return (__u64)na * 8;
 }
 
+/* Appends the kernel stack after the user stack at off; returns the
+ * number of addresses written. */
 static __always_inline __u16 copy_kernel_stack(void *ctx, struct py_sample *s, __u64 off)
 {
 	long n;
@@ -485,7 +506,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	prev_pid = s->h.pid;
 	s->h.pid = tgid;
 	s->h.tid = tid;
-	s->h.time_ns = bpf_ktime_get_ns();
+	s->h.time_ns = now;
 	s->h.period = period;
 	s->h.flags = flags;
 	s->h.nframes = 0;
@@ -508,7 +529,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (gil_only && !(s->h.flags & SAMPLE_F_GIL_HELD))
 		return 0;
 	/* The running task's candidates, for the walk to find. */
-	src = tstate ? bpf_map_lookup_elem(&task_srcs, &tgid) : NULL;
+	src = tstate && task_srcs_any ? bpf_map_lookup_elem(&task_srcs, &tgid) : NULL;
 	if (src) {
 		find_tasks(src, s, tstate);
 		if (s->ntask)

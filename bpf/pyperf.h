@@ -57,6 +57,10 @@ enum py_entry_kind {
 #define PY_ANCHORS_MAX		256	/* power of 2; more groups than native
 					 * frames the BPF walk can reach */
 #define PY_ANCHOR_SKIPS		4	/* anchors in no frame, passed per frame */
+/* The BPF walk's scratch only, never in a record: an anchor not read yet,
+ * the _PyCFrame the previous anchor's links to (odd: no _PyCFrame's
+ * address). */
+#define PY_ANCHOR_LAZY		1
 
 /* Native frame [lo, hi) of the stack (from its callee's CFA to its own):
  * the index of the anchor it holds, or -1. *next is the first anchor not
@@ -557,11 +561,25 @@ struct py_sample {
 	/* lets the verifier bound page-wise copies, after the pcs too; holds
 	 * the kernel frames after a full stack */
 	__u8 slack[4096 + PYPERF_MAX_NATIVE * 2 * 8];
+	/* The walks' counters, together and just before the anchors they
+	 * count: every sample touches these lines (each one missed costs
+	 * ~0.1 us on a loaded host). */
+	__u32 na;		/* groups closed: anchors put (may pass the max) */
+	__u32 anchor_next;	/* the native walk's place in them */
+	/* PY_ENTRY_FLAG: offset of _PyCFrame.previous, for the anchors left
+	 * PY_ANCHOR_LAZY (the previous anchor's previous) */
+	__u32 anchor_link;
+	__u32 ntask;		/* the task search's candidates (below) */
+	__u32 task_hits;	/* how many the walk matched */
+	__u32 task_at;		/* frame index of the match */
+	__u32 task_which;	/* its candidate */
+	__u32 _pad;
+	/* anchors[anchor_next], read: the native walk looks for it only in a
+	 * frame reaching it (~0ULL: none left) */
+	__u64 anchor_want;
 	/* The walk's eval-loop anchors: scratch, never sent from here (a
 	 * copy follows the kernel frames where a stack is copied). */
 	__u64 anchors[PY_ANCHORS_MAX];
-	__u32 na;		/* groups closed: anchors put (may pass the max) */
-	__u32 anchor_next;	/* the native walk's place in them */
 	/* Scratch of the task search (struct py_task_src): candidates'
 	 * coroutine frames, the one matched and how many matched. */
 	__u64 task_frame[PY_TASK_CANDS];
@@ -570,10 +588,6 @@ struct py_sample {
 	__u64 task_type[PY_TASK_CANDS];
 	__u64 task_name[PY_TASK_CANDS];
 	__u64 task_buf[32];	/* a Task's first task_read bytes */
-	__u32 ntask;
-	__u32 task_hits;
-	__u32 task_at;		/* frame index of the match */
-	__u32 task_which;	/* its candidate */
 	__u64 task_keys[6];	/* the dict's keys object header */
 	__u64 task_ents[64];	/* its entries: PY_TASK_DICT_ENTRIES * 3 words,
 				 * rounded up to a power of 2 */

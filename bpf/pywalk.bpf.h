@@ -108,7 +108,8 @@ struct walk_ctx {
 	__u64 frame;
 	__u64 mark;	/* Brent's cycle check: a frame seen before */
 	/* PY_FRAMES_CFRAME: the _PyCFrame the walk began at; then, for
-	 * PY_ENTRY_FLAG, the anchor of the next entry frame */
+	 * PY_ENTRY_FLAG, the anchor of the next entry frame (PY_ANCHOR_LAZY
+	 * after the first: see entry_anchor) */
 	__u64 cframe;
 	__u32 n;
 	int err;
@@ -202,20 +203,17 @@ __noinline int put_anchor(struct py_sample *s, __u64 addr)
 }
 
 /* An entry frame was just kept. PY_ENTRY_FLAG: it closes group *na, whose
- * anchor is cf, and the next is the _PyCFrame after cf in the chain,
- * returned (0 when unreadable: that anchor then matches no native frame,
- * and its group goes with the next one matched). Else returns cf. */
+ * anchor is cf, and the next anchor is the _PyCFrame after cf in the
+ * chain: PY_ANCHOR_LAZY, returned, for the native walk to read where its
+ * stack window holds cf (resolve_anchor, native_unwind.bpf.h) rather than
+ * by a read of its own here (~0.1 us an entry frame: a generator-deep
+ * program such as black has ~10). Else returns cf. */
 __noinline __u64 entry_anchor(const struct py_walk_offsets *off, struct py_sample *s, __u64 cf)
 {
-	__u64 prev = 0;
-
 	if (!off || off->entry_kind != PY_ENTRY_FLAG)
 		return cf;
 	put_anchor(s, cf);
-	if (!cf || bpf_probe_read_user(&prev, sizeof(prev),
-				       (const void *)(cf + off->cframe_previous)))
-		return 0;
-	return prev;
+	return PY_ANCHOR_LAZY;
 }
 
 static __always_inline void put_empty(struct walk_ctx *c, __u32 n)
@@ -415,6 +413,7 @@ static __always_inline void walk_thread(struct walk_ctx *w, const struct py_proc
 	} else {
 		w->off = &cfg->off;
 		w->s = s;
+		s->anchor_link = cfg->off.cframe_previous;
 		w->frame = first_frame(&cfg->off, tstate, &w->cframe, &w->err);
 		/* Two steps a frame at most: under -X perf every call has
 		 * its shim frame (3.12+). */

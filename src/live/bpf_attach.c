@@ -181,6 +181,8 @@ void bpf_attach_task_src(struct bpf_attach *a, int pid, const struct py_task_src
 	__u32 key = (__u32)pid;
 
 	a->task_srcs_given = 1;
+	if (a->skel && a->skel->bss)
+		a->skel->bss->task_srcs_any = true;
 	if (a->skel && bpf_map__update_elem(a->skel->maps.task_srcs, &key, sizeof(key), src,
 					    sizeof(*src), BPF_ANY))
 		fprintf(stderr, "pyperf-pprof: cannot give pid %d's asyncio tasks to the BPF program: %s\n",
