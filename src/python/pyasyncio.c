@@ -715,11 +715,12 @@ void pyasyncio_cache_free(struct pyasyncio_cache *c)
 	free(c);
 }
 
+/* Only the per-process states: a thread's entry names its process by pid
+ * and start time (entry_get), so it never matches a later process with
+ * the pid and is replaced like any old entry; scanning them all at each
+ * exit cost more than the exits' other work here. */
 void pyasyncio_forget_pid(struct pyasyncio_cache *c, int pid)
 {
-	for (size_t i = 0; i < c->nsets * WAYS; i++)
-		if (c->e[i].pid == pid)
-			memset(&c->e[i], 0, sizeof(c->e[i]));
 	for (int i = 0; i < NPROCS; i++)
 		if (c->procs[i].key.pid == pid)
 			memset(&c->procs[i], 0, sizeof(c->procs[i]));

@@ -253,13 +253,17 @@ static int gil_holder(const struct py_target *t, const struct pythread_gil *g, u
 	return -1;
 }
 
-/* Uncached: the cache forgets the process first, so threading._active is
- * searched again. */
+/* Uncached: asked as a new process with the pid (another start time),
+ * so threading._active is searched again. */
 static const char *uncached_name(struct pythread_cache *c, const struct py_target *t,
 				 uint64_t tstate)
 {
-	pythread_forget_pid(c, t->pid);
-	return pythread_cache_name(c, t, tstate, now_ns());
+	static struct py_target u;
+	static uint64_t gen;
+
+	u = *t;
+	u.start_time = t->start_time + ++gen;
+	return pythread_cache_name(c, &u, tstate, now_ns());
 }
 
 /* The name of thread ident of interpreter interp, asked for through the
