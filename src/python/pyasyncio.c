@@ -126,6 +126,7 @@ enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_BAD }
 struct aproc {
 	struct proc_slot key;		/* first: procslot.h */
 	struct py_seen seen;
+	struct pyobj_modscan tasks_mod;	/* the searches for asyncio.tasks */
 	uint64_t current_tasks;		/* the dict; 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
 	uint64_t retry_gap;		/* ... since the last look; 0: RETRY_NS */
@@ -434,13 +435,13 @@ static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now
 		return -1;
 	}
 	ap->retry_gap = 0;
-	ap->current_tasks = pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks",
+	ap->current_tasks = pyobj_module_attr(x->t, &ap->seen, &ap->tasks_mod, interp, "asyncio.tasks",
 						 "_current_tasks");
 	if (ap->current_tasks)
 		return 0;
 	/* sys.modules holds a module while it executes: if asyncio.tasks is
 	 * there but not its _current_tasks yet, look again next time. */
-	if (!pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "__name__"))
+	if (!pyobj_module_attr(x->t, &ap->seen, &ap->tasks_mod, interp, "asyncio.tasks", "__name__"))
 		ap->modules_used = used;
 	return -1;
 }
@@ -467,7 +468,7 @@ static void recheck(const struct ctx *x, uint64_t interp, uint64_t now)
 		return;
 	ap->check_gap = ap->check_gap < 32 * RETRY_NS ? 2 * ap->check_gap : ap->check_gap;
 	ap->check_ns = now + ap->check_gap;
-	d = pyobj_module_attr(x->t, &ap->seen, interp, "asyncio.tasks", "_current_tasks");
+	d = pyobj_module_attr(x->t, &ap->seen, &ap->tasks_mod, interp, "asyncio.tasks", "_current_tasks");
 	if (d)
 		ap->current_tasks = d;
 }

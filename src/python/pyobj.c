@@ -256,15 +256,15 @@ static int str_matches(const struct pyobj_ctx *c, const uint8_t *buf, const char
  * STR_BATCH per system call, and the one found becomes *hint, its type
  * *str_type (an interned key is an exact str).
  */
-static long find_str(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
-		     uint64_t *hint, uint64_t *str_type)
+static long find_str_from(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
+			  uint64_t from, uint64_t *hint, uint64_t *str_type)
 {
 	const struct py_code_offsets *co = &c->t->layout.code;
 	size_t n = strlen(s), need = co->unicode_ascii_size + n;
 	uint8_t buf[STR_BATCH][HDR_MAX + KEY_MAX];
 	struct iovec local[STR_BATCH], remote[STR_BATCH];
 	uint64_t idx[STR_BATCH];
-	uint64_t i = 0;
+	uint64_t i = from;
 
 	if (n > KEY_MAX || co->unicode_ascii_size > HDR_MAX ||
 	    co->unicode_state + 4u > co->unicode_ascii_size ||
@@ -311,6 +311,12 @@ static long find_str(const struct pyobj_ctx *c, const struct pyobj_dview *v, con
 		}
 	}
 	return -1;
+}
+
+static long find_str(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
+		     uint64_t *hint, uint64_t *str_type)
+{
+	return find_str_from(c, v, s, 0, hint, str_type);
 }
 
 /* Value of d[s] for a str key s; 0 when absent. */
@@ -522,8 +528,33 @@ int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, 
 
 /* ---- by target, for other readers (pyasyncio.c) ------------------------ */
 
+uint64_t pyobj_module_find(const struct pyobj_ctx *c, uint64_t modules, const char *module,
+			   struct pyobj_modscan *ms, uint64_t *str_type)
+{
+	struct pyobj_dview v;
+	uint64_t val = 0, from = 0;
+	long i;
+
+	if (pyobj_dict_view(c, modules, &v, NULL))
+		return 0;
+	/* The same entries table, not shorter: the keys before ms->done are
+	 * the ones compared then (a resize makes a new table). */
+	if (v.entries == ms->entries && v.nentries >= ms->done)
+		from = ms->done;
+	i = find_str_from(c, &v, module, from, &ms->key, str_type);
+	if (i >= 0) {
+		val = pyobj_ent_value(c, &v, (uint64_t)i);
+	} else {
+		ms->entries = v.entries;
+		ms->done = v.nentries;
+	}
+	pyobj_dview_free(&v);
+	return val;
+}
+
 uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
-			      uint64_t interp, const char *module, const char *name)
+			   struct pyobj_modscan *ms, uint64_t interp, const char *module,
+			   const char *name)
 {
 	struct pyobj_ctx c;
 	uint64_t modules, mod, mdict;
@@ -534,7 +565,7 @@ uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
 	if (!modules)
 		return 0;
 	seen->dict_type = py_read_ptr(c.t, modules + t->layout.code.ob_type);
-	mod = pyobj_dict_get_str(&c, modules, module, NULL, &seen->str_type);
+	mod = pyobj_module_find(&c, modules, module, ms, &seen->str_type);
 	mdict = mod ? py_read_ptr(c.t, mod + c.o.module_dict) : 0;
 	return mdict ? pyobj_dict_get_str(&c, mdict, name, NULL, NULL) : 0;
 }

@@ -82,11 +82,29 @@ uint64_t pyobj_instance_attr(const struct pyobj_ctx *c, struct py_seen *seen, ui
 int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, uint64_t addr,
 			 char *buf, size_t len);
 
+/* A reader's searches of one sys.modules for one module name. A dict's
+ * entries are appended to in place until it is resized (into a new
+ * entries table), so a search that missed leaves where the next may start:
+ * a program that has not imported the module yet costs the keys added
+ * since, not all of them each time (a new process's sys.modules grows by
+ * dozens in its first second). key: the module's key object once found. */
+struct pyobj_modscan {
+	uint64_t entries;	/* the entries table last searched in full; 0: none */
+	uint64_t done;		/* its first done entries hold no match */
+	uint64_t key;		/* the key object that matched (a hint) */
+};
+
+/* sys.modules[module] (modules: the dict), 0 when absent; *str_type as
+ * for pyobj_dict_get_str(). */
+uint64_t pyobj_module_find(const struct pyobj_ctx *c, uint64_t modules, const char *module,
+			   struct pyobj_modscan *ms, uint64_t *str_type);
+
 /* By target, for readers without a context of their own (pyasyncio.c). */
 
 /* sys.modules[module].__dict__[name] of the interpreter at interp, or 0. */
-uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen, uint64_t interp,
-			   const char *module, const char *name);
+uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
+			   struct pyobj_modscan *ms, uint64_t interp, const char *module,
+			   const char *name);
 
 /* The live (key, value) pairs of the exact dict at dict, in insertion
  * order, at most max; their count, -1 if unreadable or not an exact dict. */

@@ -39,6 +39,7 @@ struct istate {
 	int64_t modules_used;		/* len(sys.modules) at a search that
 					 * did not find threading; 0: none */
 	struct py_seen seen;		/* its exact dict and str types */
+	struct pyobj_modscan threading;	/* the searches for it */
 	uint64_t name_key;		/* a "_name" key object seen */
 	uint64_t snap_ns;		/* when snap was read; 0: never */
 	size_t nsnap;
@@ -65,7 +66,7 @@ static int find_active(const struct pyobj_ctx *c, struct istate *is)
 	    (py_read(c->t, modules + o->dict_used, &used, sizeof(used)) || used == is->modules_used))
 		return -1;
 	is->seen.dict_type = py_read_ptr(c->t, modules + c->t->layout.code.ob_type);
-	mod = pyobj_dict_get_str(c, modules, "threading", NULL, &is->seen.str_type);
+	mod = pyobj_module_find(c, modules, "threading", &is->threading, &is->seen.str_type);
 	if (!mod) {
 		is->modules_used = used;
 		return -1;

@@ -284,6 +284,33 @@ static const char *name_by_ident(struct pythread_cache *c, const struct py_targe
 	return uncached_name(c, t, FAKE_TSTATE);
 }
 
+/* sys.modules searched for a module the workload lacks: the second search
+ * reads only the dict, not its keys again (pyobj_module_find); threading
+ * is found, the same module as a plain lookup finds. */
+static void check_module_search(const struct py_target *t, uint64_t interp)
+{
+	struct pyobj_modscan miss = { 0 }, hit = { 0 };
+	struct pyobj_ctx c;
+	unsigned long first, again;
+	uint64_t modules, mod;
+
+	if (pyobj_ctx_init(&c, t) || target_read(t->src, t->pid, interp + c.o.interp_modules,
+						 &modules, 8))
+		return;
+	nreads = 0;
+	mod = pyobj_module_find(&c, modules, "no_such_module", &miss, NULL);
+	first = nreads;
+	nreads = 0;
+	mod |= pyobj_module_find(&c, modules, "no_such_module", &miss, NULL);
+	again = nreads;
+	check(!mod && miss.done > 0 && again < first && again <= 3,
+	      "a module not imported: %lu reads, then %lu (the keys are not read again)", first,
+	      again);
+	mod = pyobj_module_find(&c, modules, "threading", &hit, NULL);
+	check(mod && mod == pyobj_dict_get_str(&c, modules, "threading", NULL, NULL),
+	      "threading found by the search as by a lookup");
+}
+
 static int run_names(const struct py_target *t, const struct expect *ex)
 {
 	uint64_t ts[MAXTS], ids[MAXTS], t0, interp = 0;
@@ -327,6 +354,7 @@ static int run_names(const struct py_target *t, const struct expect *ex)
 	check(found == NEXPECT, "all %d workload threads have a thread state (%d found)",
 	      NEXPECT, found);
 	check(name_by_ident(ucache, t, interp, 12345) == NULL, "an ident no thread has: no name");
+	check_module_search(t, interp);
 
 	/* Costs, in CPU time and target reads: uncached lookups, cache hits,
 	 * and refreshes (what each thread costs once per TTL). */
