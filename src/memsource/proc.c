@@ -162,30 +162,27 @@ const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 	return NULL;
 }
 
-/* The unsigned decimal field that starts at *p, and *p past it and the
- * space after; -1 if there is none. (sscanf of the 20 fields was a
- * new process's largest parsing cost: /proc/PID/stat is read at every
- * attach try and every reap.) */
-static int stat_field(const char **p, unsigned long long *v)
+/* The decimal field that starts at *p (a negative one reads 0), and *p
+ * past it and the space after; -1 if there is none. (sscanf of the 20
+ * fields was a new process's largest parsing cost: /proc/PID/stat is read
+ * at every attach try and every reap.) */
+static int stat_field(const char **p, const char *end, unsigned long long *v)
 {
-	const char *q = *p;
-	unsigned long long x = 0;
-	int neg = *q == '-';
+	int neg = *p < end && **p == '-';
+	const char *q = *p + neg;
 
-	q += neg;
-	if (*q < '0' || *q > '9')
+	if (num(&q, end, 10, v))
 		return -1;
-	for (; *q >= '0' && *q <= '9'; q++)
-		x = x * 10 + (unsigned)(*q - '0');
-	*v = neg ? 0 : x;
-	*p = *q == ' ' ? q + 1 : q;
+	if (neg)
+		*v = 0;
+	*p = q < end && *q == ' ' ? q + 1 : q;
 	return 0;
 }
 
 int proc_stat_parse(const char *buf, struct proc_stat *ps)
 {
 	unsigned long long v[20];
-	const char *lp, *rp, *p;
+	const char *lp, *rp, *p, *end = buf + strlen(buf);
 	size_t len;
 
 	/* comm may contain spaces and parentheses: fields start after the
@@ -197,7 +194,7 @@ int proc_stat_parse(const char *buf, struct proc_stat *ps)
 		return -1;
 	p = rp + 4;
 	for (int i = 4; i <= 22; i++)
-		if (stat_field(&p, &v[i - 4]))
+		if (stat_field(&p, end, &v[i - 4]))
 			return -1;
 	len = (size_t)(rp - lp - 1);
 	if (len >= sizeof(ps->comm))
