@@ -62,6 +62,7 @@
 						 * HOLD_NS the first record is a
 						 * few ms younger, and waiting for
 						 * it cost a wake-up of its own */
+#define PROMPT_MAX		8	/* targets a batch due early adds alone */
 #define CHECK_WAIT_NS		50000000LL	/* then for the BPF program's checks
 						 * (it wakes us when done) */
 #define CHILD_WAIT_NS		5000000000LL	/* launch mode: the command's time
@@ -84,6 +85,14 @@ struct rec_batch {
 	size_t prompt_end;	/* a record before this byte is to be added
 				 * now (pipeline_is_prompt); 0: none */
 	uint64_t added, early;	/* batches added; of them, cut short */
+	/* Whose records are prompt: a batch due early adds theirs alone
+	 * (batch_front), and the other targets' records wait their HOLD_NS,
+	 * each of their code objects checked once per batch, not again at
+	 * every new process's prompt record. nprompt > PROMPT_MAX: all. */
+	const struct py_target *prompt_t[PROMPT_MAX];
+	size_t nprompt;
+	uint8_t *tmp;		/* batch_front's scratch, tmp_cap bytes */
+	size_t tmp_cap;
 };
 
 struct batch_rec {
@@ -367,6 +376,65 @@ static int64_t taken_at(const struct session *s, const void *data, int64_t now)
 	return h->time_ns >= s->start_mono && t < now ? t : now;
 }
 
+/* Is t one of the batch's prompt targets? */
+static int prompt_target(const struct rec_batch *b, const struct py_target *t)
+{
+	if (b->nprompt > PROMPT_MAX)
+		return 1;
+	for (size_t i = 0; i < b->nprompt; i++)
+		if (b->prompt_t[i] == t)
+			return 1;
+	return 0;
+}
+
+/* A record of t is prompt: the batch is due, for t's records at least. */
+static void mark_prompt(struct rec_batch *b, const struct py_target *t)
+{
+	b->prompt_end = b->len;
+	if (prompt_target(b, t))
+		return;
+	if (b->nprompt < PROMPT_MAX)
+		b->prompt_t[b->nprompt++] = t;
+	else
+		b->nprompt = PROMPT_MAX + 1;
+}
+
+/* Moves the prompt targets' records to the batch's front, each part in
+ * the order taken (the pipeline needs a target's records in order, not
+ * the order between targets: a process event or a scan that changes a
+ * target adds the whole batch first); returns the front's bytes. All of
+ * the batch when every target is prompt or there is no memory to sort. */
+static size_t batch_front(struct rec_batch *b)
+{
+	const struct batch_rec *e;
+	size_t o = 0, front = 0, back, at;
+
+	if (b->nprompt > PROMPT_MAX)
+		return b->len;
+	if (b->tmp_cap < b->len) {
+		uint8_t *t = realloc(b->tmp, b->cap);
+
+		if (!t)
+			return b->len;
+		b->tmp = t;
+		b->tmp_cap = b->cap;
+	}
+	while ((e = batch_next(b, &o)))
+		front += prompt_target(b, e->t) ? o - ((const uint8_t *)e - b->buf) : 0;
+	back = front;
+	front = 0;
+	o = 0;
+	while ((at = o, e = batch_next(b, &o))) {
+		size_t n = o - at, *to = prompt_target(b, e->t) ? &front : &back;
+
+		memcpy(b->tmp + *to, e, n);
+		*to += n;
+	}
+	memcpy(b->buf, b->tmp, b->len);
+	b->prompt_end = front;
+	return front;
+}
+
 /* Notes the code objects of the batch's records before byte upto. */
 static void note_batch(struct session *s, size_t upto)
 {
@@ -410,6 +478,8 @@ static int add_batch(struct session *s, size_t upto)
 	memmove(s->batch.buf, s->batch.buf + upto, s->batch.len - upto);
 	s->batch.len -= upto;
 	s->batch.prompt_end = s->batch.prompt_end > upto ? s->batch.prompt_end - upto : 0;
+	if (!s->batch.prompt_end)
+		s->batch.nprompt = 0;
 	if (s->batch.len) {	/* came during the BPF program's checks */
 		o = 0;
 		e = batch_next(&s->batch, &o);
@@ -449,6 +519,7 @@ static int batch_due(const struct session *s)
  * added. 0, or -ENOMEM. */
 static int advance_batch(struct session *s)
 {
+	size_t upto;
 	int r;
 
 	if (s->chk.n) {
@@ -460,12 +531,14 @@ static int advance_batch(struct session *s)
 	}
 	if (!batch_due(s))
 		return 0;
-	note_batch(s, s->batch.len);
+	/* Due early: the prompt targets' records alone. */
+	upto = elapsed_ns(s) - s->batch.since >= HOLD_DUE_NS ? s->batch.len : batch_front(&s->batch);
+	note_batch(s, upto);
 	if (bpfcheck_issue(&s->chk, s->pl, mono_ns())) {
-		s->chk_upto = s->batch.len;
+		s->chk_upto = upto;
 		return 0;
 	}
-	return add_batch(s, s->batch.len);
+	return add_batch(s, upto);
 }
 
 static int batch_add(struct session *s, const struct py_target *t, const void *data,
@@ -512,7 +585,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		return r;	/* ends polling; what we have is written */
 	if ((h->flags & (SAMPLE_F_NEW_CODE | SAMPLE_F_NO_TABLES)) &&
 	    pipeline_is_prompt(s->pl, t, data, size))
-		s->batch.prompt_end = s->batch.len;
+		mark_prompt(&s->batch, t);
 	return pass_over(s);
 }
 
@@ -974,6 +1047,7 @@ static void cleanup(struct session *s)
 	stop_sampling(s);
 	ring_buffer__free(s->rb);
 	free(s->batch.buf);
+	free(s->batch.tmp);
 	bpf_attach_free(&s->bpf);
 	ksym_free(s->ksym);
 	ktables_free(s->kt);
