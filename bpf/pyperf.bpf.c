@@ -646,6 +646,8 @@ static __always_inline __u64 late_ns(const struct tick *last, __u64 now, __u64 p
 	return periods > 1 ? (periods - 1) * period : 0;
 }
 
+static __always_inline void wake_if_due(__u64 now);
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -654,6 +656,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct tick *last;
 
+	wake_if_due(now);
 	if (stop_at_ns && now > stop_at_ns && !wall_mode)
 		return 0;
 	if (time_events && (last = bpf_map_lookup_elem(&last_tick, &zero))) {
@@ -727,9 +730,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 /* Whole host (set by user space): a target's exit is read at the next
  * wake-up, not one of its own (every short-lived process cost one, ~50 us
- * of the profiler's CPU); the other events then force theirs, since the
- * ring buffer's adaptive wake-up skips a record submitted while an earlier
- * one is unread. */
+ * of the profiler's CPU); the other events then force theirs or are due
+ * later (event_wake), since the ring buffer's adaptive wake-up skips a
+ * record submitted while an earlier one is unread. */
 const volatile bool lazy_exits = false;
 
 /* Processes whose exec said "python" (pid -> the exec's time): their
@@ -743,10 +746,9 @@ struct {
 	__type(value, __u64);
 } py_execs SEC(".maps");
 
-static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, __u32 flags)
+static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, __u32 flags,
+					    __u64 wake)
 {
-	__u64 wake = lazy_exits ? (kind == PROC_EXIT ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP) : 0;
-
 	struct py_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
 	if (!e) {
@@ -758,7 +760,61 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, _
 	e->pid = pid;
 	e->ppid = ppid;
 	e->flags = flags;
+	e->time_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(e, wake);
+}
+
+/* Whole host, out of wall mode: an event user space acts on a moment
+ * later (a target's fork child is copied FORK_WAIT_NS after it, an exec'd
+ * interpreter first tried PENDING_FIRST_NS after: src/live/targets.h)
+ * wakes it not at once but at the first clock event on any CPU from then
+ * (wake_if_due), and user space takes it at its time_ns: the exec's
+ * wake-up and the first try's timer are one, the fork's goes. Before a
+ * new process every 0.3 s cost three wake-ups, ~30-50 us each. */
+#define FORK_DUE_NS	2000000ull	/* FORK_WAIT_NS */
+#define EXEC_DUE_NS	5000000ull	/* PENDING_FIRST_NS */
+__u64 wake_due_ns;	/* racy across CPUs: at worst a wake-up more */
+__u32 wake_due_pid;	/* whose event set it: its exec may put it later */
+
+static __always_inline __u64 wake_at(__u64 due, __u32 pid)
+{
+	if (!wake_due_ns || due < wake_due_ns || wake_due_pid == pid) {
+		wake_due_ns = due;
+		wake_due_pid = pid;
+	}
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void wake_if_due(__u64 now)
+{
+	__u64 due = wake_due_ns;
+
+	if (!due || now < due)
+		return;
+	wake_due_ns = 0;
+	send_proc_event(PROC_WAKE, 0, 0, 0, BPF_RB_FORCE_WAKEUP);
+}
+
+/* How a process event wakes user space: lazily or when due (above) on a
+ * whole host, where a target's exit and any exec that makes no target
+ * wait for the next wake-up, at once where it changes a target (an exec)
+ * or the exec'd file's name is unknown; as the ring buffer decides
+ * (after the records before are read) otherwise. */
+static __always_inline __u64 event_wake(__u32 kind, __u32 pid, __u32 flags)
+{
+	if (!lazy_exits)
+		return 0;
+	if (kind == PROC_EXIT)
+		return BPF_RB_NO_WAKEUP;
+	if (wall_mode || kind == PROC_MAP)
+		return BPF_RB_FORCE_WAKEUP;
+	if (kind == PROC_FORK)
+		return wake_at(bpf_ktime_get_ns() + FORK_DUE_NS, pid);
+	if (!(flags & PROC_F_NAME_READ) || bpf_map_lookup_elem(&procs, &pid))
+		return BPF_RB_FORCE_WAKEUP;
+	if (flags & PROC_F_NAME_PYTHON)
+		return wake_at(bpf_ktime_get_ns() + EXEC_DUE_NS, pid);
+	return BPF_RB_NO_WAKEUP;
 }
 
 #define EXE_NAME_MAX	64
@@ -800,7 +856,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY);
 	else
 		bpf_map_delete_elem(&py_execs, &pid);
-	send_proc_event(PROC_EXEC, pid, 0, flags);
+	send_proc_event(PROC_EXEC, pid, 0, flags, event_wake(PROC_EXEC, pid, flags));
 	return 0;
 }
 
@@ -816,7 +872,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	    !bpf_map_lookup_elem(&procs, &ppid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(child, thread_pid), &pid))
 		return 0;
-	send_proc_event(PROC_FORK, pid, ppid, 0);
+	send_proc_event(PROC_FORK, pid, ppid, 0, event_wake(PROC_FORK, pid, 0));
 	return 0;
 }
 
@@ -832,7 +888,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid) ||
 	    !bpf_map_lookup_elem(&procs, &pid))
 		return 0;
-	send_proc_event(PROC_EXIT, pid, 0, 0);
+	send_proc_event(PROC_EXIT, pid, 0, 0, event_wake(PROC_EXIT, pid, 0));
 	return 0;
 }
 
@@ -871,6 +927,6 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 	exec_ns = bpf_map_lookup_elem(&py_execs, &pid);
 	if (exec_ns && bpf_ktime_get_ns() - *exec_ns < PY_EXEC_QUIET_NS)
 		return 0;
-	send_proc_event(PROC_MAP, pid, 0, 0);
+	send_proc_event(PROC_MAP, pid, 0, 0, event_wake(PROC_MAP, pid, 0));
 	return 0;
 }

@@ -264,6 +264,8 @@ enum proc_event_kind {
 	PROC_EXIT,		/* a target's last thread exited */
 	PROC_MAP,		/* a process not a target mapped a libpython*
 				 * executable (an embedder, dlopen) */
+	PROC_WAKE,		/* none: an event before is due (pyperf.bpf.c,
+				 * wake_due) */
 };
 
 /* py_proc_event.flags of PROC_EXEC: the name of the executable file
@@ -278,6 +280,7 @@ struct py_proc_event {
 				 * the new child */
 	__u32 ppid;		/* fork: the parent (a target) */
 	__u32 flags;		/* PROC_F_* */
+	__u64 time_ns;		/* bpf_ktime_get_ns() at the event */
 };
 
 /* sample flags */

@@ -650,9 +650,15 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct py_proc_event *e = data;
+	int64_t now = elapsed_ns(s), at;
 
 	if (size < sizeof(*e))
 		return 0;
+	/* The event's own time: one read when its wake-up was due (a fork
+	 * or exec a few ms ago, pyperf.bpf.c: event_wake) is late, and what
+	 * it starts (the first try of an exec'd interpreter) may be due now. */
+	at = e->time_ns >= s->start_mono && (int64_t)(e->time_ns - s->start_mono) < now ?
+	     (int64_t)(e->time_ns - s->start_mono) : now;
 	/* A target that exec'd becomes another program under the same pid,
 	 * to be attached anew: its records so far are added first, in the
 	 * order the pipeline (and a recording) saw them. Other events leave
@@ -663,15 +669,15 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	if (e->kind == PROC_EXEC && batch_has_pid(s, (pid_t)e->pid) && flush_batch(s))
 		return -ENOMEM;
 	if (e->kind == PROC_EXEC)
-		targets_on_exec(&s->ts, (pid_t)e->pid, elapsed_ns(s),
+		targets_on_exec(&s->ts, (pid_t)e->pid, at,
 				!(e->flags & PROC_F_NAME_READ) ? -1 :
 				(e->flags & PROC_F_NAME_PYTHON) != 0);
 	else if (e->kind == PROC_FORK)
-		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, elapsed_ns(s));
+		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, at);
 	else if (e->kind == PROC_EXIT)
 		targets_on_exit(&s->ts, (pid_t)e->pid);
 	else if (e->kind == PROC_MAP)
-		targets_on_map(&s->ts, (pid_t)e->pid, elapsed_ns(s));
+		targets_on_map(&s->ts, (pid_t)e->pid, at);
 	return pass_over(s);
 }
 
