@@ -749,6 +749,23 @@ static int copy_table(const struct capture *k, struct entry *e)
 	return 0;
 }
 
+/* e (empty but for what the caller read) as capture k has it: names,
+ * first line, fingerprint, type, and the line table with table when
+ * captured. The tail every entry made from a capture shares. 0, or -1:
+ * no memory. */
+static int fill_from_capture(const struct capture *k, struct entry *e, int table)
+{
+	e->name = strdup(k->name);
+	e->filename = strdup(k->filename);
+	if (!e->name || !e->filename || (table && copy_table(k, e)))
+		return -1;
+	e->firstlineno = k->firstlineno;
+	e->code = k->code;
+	e->fp = k->fp;
+	e->type = k->type;
+	return 0;
+}
+
 /* e from the capture of code, when there is one: named, its line table
  * if that was captured (else its frames show the first line). */
 static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
@@ -758,17 +775,11 @@ static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64
 
 	if (!k)
 		return -1;
-	e->name = strdup(k->name);
-	e->filename = strdup(k->filename);
-	if (!e->name || !e->filename || copy_table(k, e)) {
+	if (fill_from_capture(k, e, 1)) {
 		entry_clear(e);
 		return -1;
 	}
-	e->firstlineno = k->firstlineno;
 	e->tag = tag_of(c, t);
-	e->code = code;
-	e->fp = k->fp;
-	e->type = k->type;
 	c->st.from_captures++;
 	return 0;
 }
@@ -933,9 +944,7 @@ static int load_all_captured(struct pysym_cache *c, const struct py_target *t,
 		{ (void *)(uintptr_t)(names + o->tuple_items), sizeof(arg0) } };
 	int alive = 0;
 
-	e->name = strdup(k->name);
-	e->filename = strdup(k->filename);
-	if (!e->name || !e->filename || copy_table(k, e))
+	if (fill_from_capture(k, e, 1))
 		return 1;
 	if (names && len <= sizeof(code))
 		alive = target_readv(t->src, t->pid, local, 2, remote, 2) ==
@@ -944,10 +953,6 @@ static int load_all_captured(struct pysym_cache *c, const struct py_target *t,
 	e->first_arg = (uint8_t)(alive ? arg_kind(t, arg0) : captured_arg(k));
 	if (!alive)	/* the capture is the check */
 		e->checked_ns = c->now ? k->time_ns : 0;
-	e->firstlineno = k->firstlineno;
-	e->code = k->code;
-	e->fp = k->fp;
-	e->type = k->type;
 	c->st.captured_loads++;
 	c->st.captured_tables++;
 	return 0;
@@ -995,15 +1000,9 @@ static int load_captured(struct pysym_cache *c, const struct py_target *t,
 	r = bytes_from(t, table, (size_t)got - head, &e->table, &e->table_len);
 	if (r < 0 || (r && read_bytes_obj(t, k->table, &e->table, &e->table_len)))
 		return 1;
-	e->name = strdup(k->name);
-	e->filename = strdup(k->filename);
-	if (!e->name || !e->filename)
+	if (fill_from_capture(k, e, 0))
 		return 1;
-	e->firstlineno = k->firstlineno;
 	e->first_arg = (uint8_t)(names ? arg_kind(t, arg0) : captured_arg(k));
-	e->code = k->code;
-	e->fp = k->fp;
-	e->type = k->type;
 	c->st.captured_loads++;
 	return 0;
 }
