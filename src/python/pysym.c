@@ -15,125 +15,15 @@
 
 #include "proc.h"
 #include "pylayout.h"
+#include "pysym_int.h"
 #include "setcache.h"
 
 #define WAYS		4
-#define MAX_STR		1024		/* longest name or path kept */
-#define MAX_LINETABLE	(1u << 20)	/* bytes; real tables are far smaller */
 #define CODE_READ_MAX	512		/* bytes of PyCodeObject we read */
-#define VALIDATE_MAX	1024		/* code objects checked per call (IOV_MAX) */
-#define FP_SPAN_MAX	256		/* bytes read per code object to check it */
-/* A new code object's name, file name and line table are read together,
- * this much of each object (header and data); longer ones again alone. */
-#define SPEC_STR	256
-#define SPEC_TABLE	1024
 /* A record's time_ns is taken before the BPF program walks the frames;
  * the walk is bounded far below this, so a check this much later than
  * time_ns read memory after the walk did. */
 #define WALK_SLACK_NS	1000000ULL
-/* Code objects named by the BPF program at their first sample, kept for
- * when they are gone by the time their records are resolved: a docutils
- * start-up makes ~500 in its first second, a batch of records up to 200 ms
- * of them. The oldest of a set goes first. */
-#define CAPTURE_WAYS	4
-#define CAPTURES	4096		/* CAPTURES / CAPTURE_WAYS sets */
-#define CAPTURE_NAME	256		/* UTF-8 of PY_CAPTURE_NAME str bytes fits */
-#define CAPTURE_FILE	512
-
-/* Whose an entry is: a process by pid and start time (a pid reused is
- * another process), made after forget number born (pysym_forget: an exec
- * keeps pid and start time, and what the old program left is dropped). */
-struct tag {
-	int pid;			/* 0: empty */
-	uint64_t start;
-	uint64_t born;
-};
-
-struct entry {
-	struct tag tag;
-	uint64_t code;
-	char *name, *filename;
-	int firstlineno;
-	uint8_t *table;
-	uint32_t table_len;
-	uint32_t age;
-	uint8_t first_arg;		/* enum first_arg: how to qualify <3.11 */
-	uint32_t checked;		/* round it was last queued in */
-	uint64_t checked_ns;		/* live: clock before the last check's read */
-	uint64_t fp;			/* fingerprint of the code object's fields */
-	uint64_t serial;		/* unique per load: see pysym_frame_key */
-	uint64_t type;			/* its ob_type when read */
-};
-
-/* What a struct py_code_capture said of a code object (pysym_capture). */
-struct capture {
-	struct tag tag;
-	uint64_t code;
-	uint64_t type;			/* its ob_type: the code type's address */
-	uint64_t fp;			/* fingerprint(), as load_entry() computes it */
-	int32_t firstlineno;
-	uint8_t whole;			/* names as load_entry() reads them, the
-					 * fields below known: load_captured() */
-	uint64_t table;			/* its co_linetable (co_lnotab) */
-	uint64_t varnames;		/* <3.11 with arguments: co_varnames */
-	uint8_t arg;			/* 1 + first_arg_kind(), from the first
-					 * argument's name captured; 0 unknown */
-	uint8_t *tab;			/* that line table, when captured whole */
-	uint32_t tab_len;
-	uint64_t time_ns;		/* of the sample it was taken at */
-	uint64_t seq;			/* captures before it: its age */
-	/* Decoded into CAPTURE_NAME and CAPTURE_FILE bytes, kept apart: a
-	 * set's four then lie in a few cache lines of one page, not four
-	 * pages that a new one first touched. */
-	char *name, *filename;
-};
-
-/* Before 3.11 code objects have no qualname; a method's class comes from
- * its first argument when that is named self or cls. */
-enum first_arg { ARG_PLAIN = 0, ARG_SELF, ARG_CLS };
-
-#define TYPE_CACHE	1024		/* type object -> name, direct-mapped */
-/* Forgotten processes whose entries are dropped together, by one pass
- * over the cache once this many were: a pass reads ~5 MB, and a host that
- * starts a process every 0.3 s forgets one each time. Until then their
- * entries are only refused (tag_of). */
-#define FORGET_MAX	64
-#define FORGET_BITS	1024		/* a filter of the pids pending */
-
-struct forgotten {
-	int pid;
-	uint64_t start;
-	uint64_t seq;			/* forget number: entries born before go */
-};
-
-struct type_entry {
-	struct tag tag;
-	uint64_t type;
-	char name[128];
-};
-
-struct pysym_cache {
-	struct entry *e;
-	size_t nsets;
-	uint32_t clock;
-	uint64_t serials;		/* entries loaded so far */
-	struct pysym_stats st;
-	struct type_entry types[TYPE_CACHE];
-	char qualname[MAX_STR + 128];	/* result of the last qualification */
-	uint32_t round;			/* pysym_check_end() calls, from 1 */
-	pysym_clock_fn now;		/* the last pysym_check_note()'s clock */
-	const struct py_target *check_t;	/* whose entries are queued */
-	size_t ncheck;
-	struct entry *check[VALIDATE_MAX];	/* queued by pysym_check_note() */
-	struct iovec local[VALIDATE_MAX], remote[VALIDATE_MAX];
-	uint8_t fpbuf[VALIDATE_MAX * FP_SPAN_MAX];
-	struct capture *captures;	/* CAPTURES of them */
-	uint64_t capture_seq;
-	struct forgotten forget[FORGET_MAX];	/* processes whose entries go */
-	size_t nforget;
-	uint64_t forgets;		/* pysym_forget() calls: tag.born */
-	uint64_t forget_bits[FORGET_BITS / 64];	/* pids in forget[] */
-};
 
 struct pysym_cache *pysym_cache_new(size_t capacity)
 {
@@ -153,18 +43,7 @@ struct pysym_cache *pysym_cache_new(size_t capacity)
 	return c;
 }
 
-static void capture_clear(struct capture *k)
-{
-	free(k->tab);
-	free(k->name);
-	free(k->filename);
-	k->tab = NULL;
-	k->tab_len = 0;
-	k->name = k->filename = NULL;
-	k->tag.pid = 0;
-}
-
-static void entry_clear(struct entry *e)
+void sym_entry_clear(struct entry *e)
 {
 	free(e->name);
 	free(e->filename);
@@ -177,15 +56,15 @@ void pysym_cache_free(struct pysym_cache *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
-		entry_clear(&c->e[i]);
+		sym_entry_clear(&c->e[i]);
 	for (size_t i = 0; i < CAPTURES; i++)
-		capture_clear(&c->captures[i]);
+		cap_clear(&c->captures[i]);
 	free(c->e);
 	free(c->captures);
 	free(c);
 }
 
-static uint64_t hash64(uint64_t x)
+uint64_t sym_hash64(uint64_t x)
 {
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdULL;
@@ -195,7 +74,7 @@ static uint64_t hash64(uint64_t x)
 
 static unsigned forget_bit(int pid)
 {
-	return (unsigned)hash64((uint64_t)pid) & (FORGET_BITS - 1);
+	return (unsigned)sym_hash64((uint64_t)pid) & (FORGET_BITS - 1);
 }
 
 /* Was x's process forgotten since x was made? */
@@ -213,18 +92,18 @@ static int gone(const struct pysym_cache *c, const struct tag *x)
 }
 
 /* Is x t's (and not forgotten since)? */
-static int tag_is(const struct pysym_cache *c, const struct tag *x, const struct py_target *t)
+int sym_tag_is(const struct pysym_cache *c, const struct tag *x, const struct py_target *t)
 {
 	return x->pid == t->pid && x->start == t->start_time && (!c->nforget || !gone(c, x));
 }
 
-static struct tag tag_of(const struct pysym_cache *c, const struct py_target *t)
+struct tag sym_tag_of(const struct pysym_cache *c, const struct py_target *t)
 {
 	return (struct tag){ .pid = t->pid, .start = t->start_time, .born = c->forgets };
 }
 
 /* Empty or forgotten, an entry goes first; then the least used. */
-static uint64_t keep_rank(const struct pysym_cache *c, const struct tag *x, uint64_t use)
+uint64_t sym_keep_rank(const struct pysym_cache *c, const struct tag *x, uint64_t use)
 {
 	return !x->pid || (c->nforget && gone(c, x)) ? 0 : use;
 }
@@ -234,10 +113,10 @@ static void forget_flush(struct pysym_cache *c)
 {
 	for (size_t i = 0; i < c->nsets * WAYS; i++)
 		if (c->e[i].tag.pid && gone(c, &c->e[i].tag))
-			entry_clear(&c->e[i]);
+			sym_entry_clear(&c->e[i]);
 	for (size_t i = 0; i < CAPTURES; i++)
 		if (c->captures[i].tag.pid && gone(c, &c->captures[i].tag))
-			capture_clear(&c->captures[i]);
+			cap_clear(&c->captures[i]);
 	for (size_t i = 0; i < TYPE_CACHE; i++)
 		if (c->types[i].tag.pid && gone(c, &c->types[i].tag))
 			c->types[i].tag.pid = 0;
@@ -353,7 +232,7 @@ int pysym_read_str(const struct py_target *t, uint64_t addr, char *buf, size_t l
 
 /* pysym_read_str() from the first got bytes of the object, read already:
  * 0 done, 1 not all there (read it alone), -1 not a str. */
-static int str_from(const struct py_target *t, const uint8_t *obj, size_t got, char *buf,
+int sym_str_from(const struct py_target *t, const uint8_t *obj, size_t got, char *buf,
 		    size_t len)
 {
 	const struct py_code_offsets *o = &t->layout.code;
@@ -386,7 +265,7 @@ int pysym_str_prefix(const struct py_target *t, const uint8_t *obj, size_t got, 
 	return 0;
 }
 
-static int read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **data,
+int sym_read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **data,
 			  uint32_t *dlen)
 {
 	const struct py_code_offsets *o = &t->layout.code;
@@ -407,9 +286,9 @@ static int read_bytes_obj(const struct py_target *t, uint64_t addr, uint8_t **da
 	return 0;
 }
 
-/* read_bytes_obj() from the first got bytes of the object, read already:
+/* sym_read_bytes_obj() from the first got bytes of the object, read already:
  * 0 done, 1 not all there or not valid (read it alone), -1 no memory. */
-static int bytes_from(const struct py_target *t, const uint8_t *obj, size_t got,
+int sym_bytes_from(const struct py_target *t, const uint8_t *obj, size_t got,
 		      uint8_t **data, uint32_t *dlen)
 {
 	const struct py_code_offsets *o = &t->layout.code;
@@ -428,7 +307,7 @@ static int bytes_from(const struct py_target *t, const uint8_t *obj, size_t got,
 	return 0;
 }
 
-static uint64_t field_ptr(const uint8_t *code, uint16_t off)
+uint64_t sym_field_ptr(const uint8_t *code, uint16_t off)
 {
 	uint64_t v;
 
@@ -436,7 +315,7 @@ static uint64_t field_ptr(const uint8_t *code, uint16_t off)
 	return v;
 }
 
-static enum first_arg kind_of(const char *first)
+enum first_arg sym_kind_of(const char *first)
 {
 	return strcmp(first, "self") == 0 ? ARG_SELF : strcmp(first, "cls") == 0 ? ARG_CLS :
 								     ARG_PLAIN;
@@ -454,14 +333,14 @@ static enum first_arg first_arg_kind(const struct py_target *t, const uint8_t *c
 		return ARG_PLAIN;
 	memcpy(&argc, code + o->co_argcount, sizeof(argc));
 	if (argc < 1 ||
-	    target_read(t->src, t->pid, field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
+	    target_read(t->src, t->pid, sym_field_ptr(code, o->co_varnames) + o->tuple_items, &name, 8) ||
 	    pysym_read_str(t, name, s, sizeof(s)))
 		return ARG_PLAIN;
-	return kind_of(s);
+	return sym_kind_of(s);
 }
 
 /* The part of a code object the fingerprint covers: [*lo, *lo + *len). */
-static void fp_span(const struct py_code_offsets *o, uint16_t *lo, uint16_t *len)
+void sym_fp_span(const struct py_code_offsets *o, uint16_t *lo, uint16_t *len)
 {
 	uint16_t f[4] = { o->co_filename, o->co_name, o->co_linetable, o->co_firstlineno };
 	uint16_t a = f[0], b = f[0];
@@ -477,17 +356,17 @@ static void fp_span(const struct py_code_offsets *o, uint16_t *lo, uint16_t *len
 /* Identifies a code object by fields that differ between any two code
  * objects: its file, name and line table objects and its first line. A
  * code object freed and another allocated at its address changes it. */
-static uint64_t fingerprint(const struct py_code_offsets *o, const uint8_t *buf,
+uint64_t sym_fingerprint(const struct py_code_offsets *o, const uint8_t *buf,
 			    uint16_t base)
 {
 	int32_t first;
 	uint64_t h;
 
 	memcpy(&first, buf + o->co_firstlineno - base, sizeof(first));
-	h = hash64(field_ptr(buf, (uint16_t)(o->co_filename - base)));
-	h = hash64(h ^ field_ptr(buf, (uint16_t)(o->co_name - base)));
-	h = hash64(h ^ field_ptr(buf, (uint16_t)(o->co_linetable - base)));
-	return hash64(h ^ (uint32_t)first);
+	h = sym_hash64(sym_field_ptr(buf, (uint16_t)(o->co_filename - base)));
+	h = sym_hash64(h ^ sym_field_ptr(buf, (uint16_t)(o->co_name - base)));
+	h = sym_hash64(h ^ sym_field_ptr(buf, (uint16_t)(o->co_linetable - base)));
+	return sym_hash64(h ^ (uint32_t)first);
 }
 
 /* The first bytes of a code object's name, file name and line table
@@ -539,249 +418,45 @@ static int load_entry(const struct py_target *t, uint64_t code_addr, struct entr
 	if (name_off >= 248 || o->co_filename >= 248 || o->co_linetable >= 248 ||
 	    o->co_firstlineno >= 248)
 		return -1;
-	addr[0] = field_ptr(code, name_off);
-	addr[1] = field_ptr(code, o->co_filename);
-	addr[2] = field_ptr(code, o->co_linetable);
+	addr[0] = sym_field_ptr(code, name_off);
+	addr[1] = sym_field_ptr(code, o->co_filename);
+	addr[2] = sym_field_ptr(code, o->co_linetable);
 	spec_read(t, addr, &sr);
-	if ((str_from(t, sr.name, sr.got[0], name, sizeof(name)) &&
+	if ((sym_str_from(t, sr.name, sr.got[0], name, sizeof(name)) &&
 	     pysym_read_str(t, addr[0], name, sizeof(name))) ||
-	    (str_from(t, sr.file, sr.got[1], file, sizeof(file)) &&
+	    (sym_str_from(t, sr.file, sr.got[1], file, sizeof(file)) &&
 	     pysym_read_str(t, addr[1], file, sizeof(file))))
 		return -1;
 	memcpy(&first, code + o->co_firstlineno, sizeof(first));
 	e->name = strdup(name);
 	e->filename = strdup(file);
 	e->firstlineno = first;
-	r = e->name && e->filename ? bytes_from(t, sr.table, sr.got[2], &e->table, &e->table_len)
+	r = e->name && e->filename ? sym_bytes_from(t, sr.table, sr.got[2], &e->table, &e->table_len)
 				   : -1;
-	if (r < 0 || (r && read_bytes_obj(t, addr[2], &e->table, &e->table_len))) {
-		entry_clear(e);
+	if (r < 0 || (r && sym_read_bytes_obj(t, addr[2], &e->table, &e->table_len))) {
+		sym_entry_clear(e);
 		return -1;
 	}
 	e->code = code_addr;
 	e->first_arg = (uint8_t)first_arg_kind(t, code);
-	e->fp = fingerprint(o, code, 0);
-	e->type = field_ptr(code, o->ob_type);
+	e->fp = sym_fingerprint(o, code, 0);
+	e->type = sym_field_ptr(code, o->ob_type);
 	return 0;
 }
 
-static struct entry *find(struct pysym_cache *c, const struct py_target *t, uint64_t code)
+struct entry *sym_find(struct pysym_cache *c, const struct py_target *t, uint64_t code)
 {
-	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+	struct entry *set = &c->e[(sym_hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 
 	for (int i = 0; i < WAYS; i++)
-		if (set[i].code == code && tag_is(c, &set[i].tag, t))
+		if (set[i].code == code && sym_tag_is(c, &set[i].tag, t))
 			return &set[i];
 	return NULL;
 }
 
 int pysym_cached(const struct pysym_cache *c, const struct py_target *t, uint64_t code)
 {
-	return find((struct pysym_cache *)c, t, code) != NULL;
-}
-
-/* The capture of code, or NULL; with victim, the slot to put it in (its
- * own, an empty one or the oldest of its set). */
-static struct capture *capture_find(struct pysym_cache *c, const struct py_target *t,
-				    uint64_t code, struct capture **victim)
-{
-	struct capture *set = &c->captures[(hash64(code ^ (uint64_t)t->pid << 48) %
-					    (CAPTURES / CAPTURE_WAYS)) * CAPTURE_WAYS];
-	struct capture *v = &set[0];
-
-	for (int i = 0; i < CAPTURE_WAYS; i++) {
-		if (set[i].code == code && tag_is(c, &set[i].tag, t)) {
-			v = &set[i];
-			if (victim)
-				*victim = v;
-			return v;
-		}
-		if (keep_rank(c, &set[i].tag, set[i].seq) < keep_rank(c, &v->tag, v->seq))
-			v = &set[i];
-	}
-	if (victim)
-		*victim = v;
-	return NULL;
-}
-
-/* A str of a capture: from the bytes the program read, else (longer than
- * that) read from the target while the record is fresh. */
-static int capture_str(const struct py_target *t, const uint8_t *obj, size_t got,
-		       uint64_t addr, char *buf, size_t len)
-{
-	int r = str_from(t, obj, got, buf, len);
-
-	return r == 1 ? pysym_read_str(t, addr, buf, len) : r;
-}
-
-static int capture_agrees(struct pysym_cache *c, const struct py_target *t,
-			  const struct entry *e);
-
-/* Whether str_utf8() had room for every character of a str into a buffer
- * of len (a character takes at most 4 bytes): then a larger buffer, as
- * load_entry()'s, holds the same. */
-static int str_whole(const char *s, size_t len)
-{
-	return strlen(s) + 4 < len - 1;
-}
-
-/* What else of k load_captured() needs, from the captured bytes: the line
- * table's address and, where the name depends on it (before 3.11), the
- * argument names; k->whole if it has all load_entry() would read. */
-static void capture_whole(const struct py_target *t, const struct py_code_capture *cap,
-			  struct capture *k, const char *name, const char *file)
-{
-	const struct py_code_offsets *o = &t->layout.code;
-	uint16_t span = t->layout.walk.code_span;
-	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
-	int32_t argc = 0;
-
-	k->whole = 0;
-	k->table = field_ptr(cap->obj, o->co_linetable);
-	k->varnames = 0;
-	/* load_entry()'s limits: fields in the first 256 bytes */
-	if (o->co_linetable + 8u > span || !k->table || name_off >= 248 ||
-	    o->co_firstlineno >= 248 ||
-	    o->co_filename >= 248 || o->co_linetable >= 248 ||
-	    !str_whole(name, CAPTURE_NAME) || !str_whole(file, CAPTURE_FILE))
-		return;
-	if (o->co_qualname == PYPERF_NO_FIELD && o->co_varnames != PYPERF_NO_FIELD &&
-	    o->co_varnames < 248 && o->co_argcount < 248) {
-		if (o->co_varnames + 8u > span || o->co_argcount + 4u > span)
-			return;
-		memcpy(&argc, cap->obj + o->co_argcount, sizeof(argc));
-		k->varnames = argc >= 1 ? field_ptr(cap->obj, o->co_varnames) : 0;
-	}
-	k->whole = 1;
-}
-
-/* k->arg from the first argument's name the program captured: what
- * first_arg_kind() reads, when the capture holds all of the str. */
-static uint8_t capture_arg(const struct py_target *t, const struct py_code_capture *cap,
-			   const struct capture *k)
-{
-	char s[8];
-	int r;
-
-	if (!k->varnames || !cap->arg_len || cap->arg_len > PY_CAPTURE_ARG)
-		return 0;
-	r = str_from(t, cap->arg, cap->arg_len, s, sizeof(s));
-	return r == 1 ? 0 : (uint8_t)(1 + (r ? ARG_PLAIN : kind_of(s)));
-}
-
-void pysym_capture(struct pysym_cache *c, const struct py_target *t,
-		   const struct py_code_capture *cap)
-{
-	const struct py_code_offsets *o = &t->layout.code;
-	uint16_t name_off = o->co_qualname != PYPERF_NO_FIELD ? o->co_qualname : o->co_name;
-	char name[CAPTURE_NAME], file[CAPTURE_FILE];
-	struct capture *k;
-	struct entry *e;
-	uint16_t lo, len;
-
-	capture_find(c, t, cap->code, &k);
-	fp_span(o, &lo, &len);
-	if (t->layout.walk.code_span > PY_CAPTURE_CODE ||
-	    name_off + 8u > t->layout.walk.code_span ||
-	    o->ob_type + 8u > t->layout.walk.code_span ||
-	    lo + len > t->layout.walk.code_span || cap->name_len > PY_CAPTURE_NAME ||
-	    cap->file_len > PY_CAPTURE_FILE)
-		return;
-	capture_clear(k);
-	if (capture_str(t, cap->name, cap->name_len, field_ptr(cap->obj, name_off), name,
-			sizeof(name)) ||
-	    capture_str(t, cap->file, cap->file_len, field_ptr(cap->obj, o->co_filename),
-			file, sizeof(file)) ||
-	    !(k->name = strdup(name)) || !(k->filename = strdup(file))) {
-		capture_clear(k);
-		return;
-	}
-	memcpy(&k->firstlineno, cap->obj + o->co_firstlineno, sizeof(k->firstlineno));
-	k->fp = fingerprint(o, cap->obj, 0);
-	k->type = field_ptr(cap->obj, o->ob_type);
-	capture_whole(t, cap, k, name, file);
-	if (cap->table_len > PY_CAPTURE_TABLE ||
-	    bytes_from(t, cap->table, cap->table_len, &k->tab, &k->tab_len)) {
-		k->tab = NULL;	/* not all there: read when loaded */
-		k->tab_len = 0;
-	}
-	k->arg = capture_arg(t, cap, k);
-	k->time_ns = cap->h.time_ns;
-	k->code = cap->code;
-	k->tag = tag_of(c, t);
-	k->seq = ++c->capture_seq;
-	c->st.captures++;
-	/* The program saw a code object new at this address (or one it had
-	 * forgotten): what is cached for it may be of the one before,
-	 * possibly with the same fields, a line table and a file name str at
-	 * the same addresses too, but not the same name and file name. */
-	if ((e = find(c, t, cap->code)) && !capture_agrees(c, t, e))
-		entry_clear(e);
-}
-
-/* Whether e, just read from code, is the object last captured at its
- * address (or nothing was). Records are resolved in the order they were
- * taken, and the program captures every code object it meets at an
- * address where it met another: so the capture, not what the address
- * holds now, is the code object of the record being resolved. What is
- * read is used only where it is that object still (its type, fields,
- * name and file name the same), for its line table. */
-static int capture_agrees(struct pysym_cache *c, const struct py_target *t, const struct entry *e)
-{
-	const struct capture *k = capture_find(c, t, e->code, NULL);
-
-	if (!k)
-		return 1;
-	return e->type == k->type && e->fp == k->fp && strcmp(e->name, k->name) == 0 &&
-	       strcmp(e->filename, k->filename) == 0;
-}
-
-/* The capture's line table into e, if it has one. 0, or -1: no memory. */
-static int copy_table(const struct capture *k, struct entry *e)
-{
-	if (!k->tab)
-		return 0;
-	e->table = malloc(k->tab_len ? k->tab_len : 1);
-	if (!e->table)
-		return -1;
-	memcpy(e->table, k->tab, k->tab_len);
-	e->table_len = k->tab_len;
-	return 0;
-}
-
-/* e (empty but for what the caller read) as capture k has it: names,
- * first line, fingerprint, type, and the line table with table when
- * captured. The tail every entry made from a capture shares. 0, or -1:
- * no memory. */
-static int fill_from_capture(const struct capture *k, struct entry *e, int table)
-{
-	e->name = strdup(k->name);
-	e->filename = strdup(k->filename);
-	if (!e->name || !e->filename || (table && copy_table(k, e)))
-		return -1;
-	e->firstlineno = k->firstlineno;
-	e->code = k->code;
-	e->fp = k->fp;
-	e->type = k->type;
-	return 0;
-}
-
-/* e from the capture of code, when there is one: named, its line table
- * if that was captured (else its frames show the first line). */
-static int from_capture(struct pysym_cache *c, const struct py_target *t, uint64_t code,
-			struct entry *e)
-{
-	struct capture *k = capture_find(c, t, code, NULL);
-
-	if (!k)
-		return -1;
-	if (fill_from_capture(k, e, 1)) {
-		entry_clear(e);
-		return -1;
-	}
-	e->tag = tag_of(c, t);
-	c->st.from_captures++;
-	return 0;
+	return sym_find((struct pysym_cache *)c, t, code) != NULL;
 }
 
 /* Compares the queued entries with their code objects, with one
@@ -800,7 +475,7 @@ static void validate_queued(struct pysym_cache *c)
 	c->ncheck = 0;
 	if (!n)
 		return;
-	fp_span(&t->layout.code, &lo, &len);
+	sym_fp_span(&t->layout.code, &lo, &len);
 	for (size_t i = 0; i < n; i++) {
 		c->local[i].iov_base = c->fpbuf + i * FP_SPAN_MAX;
 		c->local[i].iov_len = len;
@@ -819,9 +494,9 @@ static void validate_queued(struct pysym_cache *c)
 	for (size_t i = 0; i < n; i++) {
 		/* An unreadable code object is gone: drop it too. */
 		if (got < (ssize_t)((i + 1) * len) ||
-		    fingerprint(&t->layout.code, c->fpbuf + i * FP_SPAN_MAX, lo) != c->check[i]->fp) {
+		    sym_fingerprint(&t->layout.code, c->fpbuf + i * FP_SPAN_MAX, lo) != c->check[i]->fp) {
 			c->st.stale++;
-			entry_clear(c->check[i]);
+			sym_entry_clear(c->check[i]);
 			continue;
 		}
 		c->check[i]->checked_ns = now_ns;
@@ -835,8 +510,8 @@ void pysym_check_note(struct pysym_cache *c, const struct py_target *t, uint64_t
 	struct entry *e;
 
 	c->now = now;
-	fp_span(&t->layout.code, &lo, &len);
-	if (len > FP_SPAN_MAX || !(e = find(c, t, code)) || e->checked == c->round)
+	sym_fp_span(&t->layout.code, &lo, &len);
+	if (len > FP_SPAN_MAX || !(e = sym_find(c, t, code)) || e->checked == c->round)
 		return;		/* not checkable, not cached, or queued already */
 	if (now && e->checked_ns > sample_ns + WALK_SLACK_NS) {
 		c->st.fresh++;
@@ -858,7 +533,7 @@ size_t pysym_check_queue(const struct pysym_cache *c, const struct py_target **t
 	if (!c->ncheck)
 		return 0;
 	*t = c->check_t;
-	fp_span(&c->check_t->layout.code, &lo, len);
+	sym_fp_span(&c->check_t->layout.code, &lo, len);
 	for (size_t i = 0; i < c->ncheck && i < max; i++)
 		addr[n++] = c->check[i] ? c->check[i]->code + lo : 0;
 	return n;
@@ -874,10 +549,10 @@ void pysym_check_answer(struct pysym_cache *c, size_t i, const uint8_t *bytes, u
 	c->check[i] = NULL;
 	c->st.checks++;
 	c->st.answered++;
-	fp_span(&c->check_t->layout.code, &lo, &len);
-	if (fingerprint(&c->check_t->layout.code, bytes, lo) != e->fp) {
+	sym_fp_span(&c->check_t->layout.code, &lo, &len);
+	if (sym_fingerprint(&c->check_t->layout.code, bytes, lo) != e->fp) {
 		c->st.stale++;
-		entry_clear(e);
+		sym_entry_clear(e);
 		return;
 	}
 	e->checked_ns = at_ns;
@@ -892,7 +567,7 @@ void pysym_check_end(struct pysym_cache *c)
 
 /* first_arg_kind() of a code object whose first argument's name is the
  * str at addr: one read where the name is short, as "self" is. */
-static enum first_arg arg_kind(const struct py_target *t, uint64_t addr)
+enum first_arg sym_arg_kind(const struct py_target *t, uint64_t addr)
 {
 	const struct py_code_offsets *o = &t->layout.code;
 	uint8_t obj[128];
@@ -901,150 +576,50 @@ static enum first_arg arg_kind(const struct py_target *t, uint64_t addr)
 	int r = 1;
 
 	if (n <= sizeof(obj) && !target_read(t->src, t->pid, addr, obj, n))
-		r = str_from(t, obj, n, s, sizeof(s));
+		r = sym_str_from(t, obj, n, s, sizeof(s));
 	if (r == 1)
 		r = pysym_read_str(t, addr, s, sizeof(s));
-	return r ? ARG_PLAIN : kind_of(s);
-}
-
-/* The first argument's kind as captured; ARG_PLAIN if unknown. */
-static enum first_arg captured_arg(const struct capture *k)
-{
-	return k->arg ? (enum first_arg)(k->arg - 1) : ARG_PLAIN;
-}
-
-/* How much of a code object load_captured() reads: from its start to its
- * type and the fingerprint's end. No other reader reads this range, which
- * a replay tells from the checks' (validate_queued) by its address and
- * length. */
-static uint16_t head_len(const struct py_code_offsets *o)
-{
-	uint16_t lo, len;
-
-	fp_span(o, &lo, &len);
-	len = (uint16_t)(lo + len);
-	return o->ob_type + 8u > len ? (uint16_t)(o->ob_type + 8u) : len;
-}
-
-/* e from capture k, whole and with its line table: what the sample saw,
- * read at its instant, so nothing is read but, before 3.11, the first
- * argument's name where the capture lacks it, with the object's head to
- * tell it is the captured one still (if not, its first argument is not
- * known: ARG_PLAIN, as from_capture() has it). 0, or 1 (no memory). */
-static int load_all_captured(struct pysym_cache *c, const struct py_target *t,
-			     const struct capture *k, struct entry *e)
-{
-	const struct py_code_offsets *o = &t->layout.code;
-	uint8_t code[256];
-	uint64_t arg0 = 0, names = k->arg ? 0 : k->varnames;
-	uint16_t len = head_len(o);
-	struct iovec local[2] = { { code, len }, { &arg0, sizeof(arg0) } };
-	struct iovec remote[2] = {
-		{ (void *)(uintptr_t)k->code, len },
-		{ (void *)(uintptr_t)(names + o->tuple_items), sizeof(arg0) } };
-	int alive = 0;
-
-	if (fill_from_capture(k, e, 1))
-		return 1;
-	if (names && len <= sizeof(code))
-		alive = target_readv(t->src, t->pid, local, 2, remote, 2) ==
-				(ssize_t)(len + sizeof(arg0)) &&
-			fingerprint(o, code, 0) == k->fp && field_ptr(code, o->ob_type) == k->type;
-	e->first_arg = (uint8_t)(alive ? arg_kind(t, arg0) : captured_arg(k));
-	if (!alive)	/* the capture is the check */
-		e->checked_ns = c->now ? k->time_ns : 0;
-	c->st.captured_loads++;
-	c->st.captured_tables++;
-	return 0;
-}
-
-/* e from capture k, whole, reading only what it lacks: the line table
- * (and before 3.11 the first argument's name), with the type and the
- * fields the fingerprint covers in the same read, which tell the code
- * object is the one captured still. Then e is what load_entry() and capture_agrees()
- * would make of it, in one system call instead of two or more. 0 done,
- * 1 the code object is not the captured one or unreadable (from_capture),
- * -1 to be read by load_entry(). */
-static int load_captured(struct pysym_cache *c, const struct py_target *t,
-			 const struct capture *k, struct entry *e)
-{
-	const struct py_code_offsets *o = &t->layout.code;
-	uint8_t code[256], table[SPEC_TABLE];
-	uint64_t arg0 = 0, names = k->arg ? 0 : k->varnames;
-	struct iovec local[3], remote[3];
-	uint16_t len = head_len(o);
-	size_t n = 0, head;
-	ssize_t got;
-	int r;
-
-	if (k->tab)
-		return load_all_captured(c, t, k, e);
-	if (len > sizeof(code))
-		return -1;
-	local[n] = (struct iovec){ code, len };
-	remote[n++] = (struct iovec){ (void *)(uintptr_t)k->code, len };
-	if (names) {
-		local[n] = (struct iovec){ &arg0, sizeof(arg0) };
-		remote[n++] = (struct iovec){ (void *)(uintptr_t)(names + o->tuple_items),
-					      sizeof(arg0) };
-	}
-	head = len + (names ? sizeof(arg0) : 0);
-	local[n] = (struct iovec){ table, sizeof(table) };
-	remote[n++] = (struct iovec){ (void *)(uintptr_t)k->table, sizeof(table) };
-	got = target_readv(t->src, t->pid, local, n, remote, n);
-	if (got < (ssize_t)len || fingerprint(o, code, 0) != k->fp ||
-	    field_ptr(code, o->ob_type) != k->type)
-		return 1;
-	if (names && got < (ssize_t)head)
-		return -1;	/* rare: what load_entry() makes of it */
-	r = bytes_from(t, table, (size_t)got - head, &e->table, &e->table_len);
-	if (r < 0 || (r && read_bytes_obj(t, k->table, &e->table, &e->table_len)))
-		return 1;
-	if (fill_from_capture(k, e, 0))
-		return 1;
-	e->first_arg = (uint8_t)(names ? arg_kind(t, arg0) : captured_arg(k));
-	c->st.captured_loads++;
-	return 0;
+	return r ? ARG_PLAIN : sym_kind_of(s);
 }
 
 /* Reads code into e (empty), from its capture where there is one. */
 static int load(struct pysym_cache *c, const struct py_target *t, uint64_t code,
 		struct entry *e)
 {
-	const struct capture *k = capture_find(c, t, code, NULL);
+	const struct capture *k = cap_find(c, t, code, NULL);
 	int r;
 
-	if (!k || !k->whole || (r = load_captured(c, t, k, e)) < 0)
-		r = load_entry(t, code, e) || !capture_agrees(c, t, e);
+	if (!k || !k->whole || (r = cap_load(c, t, k, e)) < 0)
+		r = load_entry(t, code, e) || !cap_agrees(c, t, e);
 	if (!r)
 		return 0;
-	entry_clear(e);
+	sym_entry_clear(e);
 	e->checked_ns = c->now ? c->now() : 0;
-	return from_capture(c, t, code, e);
+	return cap_entry(c, t, code, e);
 }
 
 static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 			    uint64_t code, int *err)
 {
-	struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+	struct entry *set = &c->e[(sym_hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 	struct entry *victim = &set[0];
 
 	*err = 0;
 	c->clock++;
 	for (int i = 0; i < WAYS; i++) {
-		if (set[i].code == code && tag_is(c, &set[i].tag, t)) {
+		if (set[i].code == code && sym_tag_is(c, &set[i].tag, t)) {
 			set[i].age = c->clock;
 			c->st.hits++;
 			return &set[i];
 		}
-		if (keep_rank(c, &set[i].tag, set[i].age) < keep_rank(c, &victim->tag, victim->age))
+		if (sym_keep_rank(c, &set[i].tag, set[i].age) < sym_keep_rank(c, &victim->tag, victim->age))
 			victim = &set[i];
 	}
 	c->st.misses++;
 	if (victim->tag.pid) {
 		if (!c->nforget || !gone(c, &victim->tag))
 			c->st.evictions++;
-		entry_clear(victim);
+		sym_entry_clear(victim);
 	}
 	/* Read before the code object: a load is a check too. */
 	victim->checked_ns = c->now ? c->now() : 0;
@@ -1053,7 +628,7 @@ static struct entry *lookup(struct pysym_cache *c, const struct py_target *t,
 		*err = 1;
 		return NULL;
 	}
-	victim->tag = tag_of(c, t);
+	victim->tag = sym_tag_of(c, t);
 	victim->age = c->clock;
 	victim->serial = ++c->serials;
 	return victim;
@@ -1112,10 +687,10 @@ static int plausible_type_name(const char *s)
 static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 			     uint64_t type)
 {
-	struct type_entry *te = &c->types[hash64(type ^ (uint64_t)t->pid << 48) % TYPE_CACHE];
+	struct type_entry *te = &c->types[sym_hash64(type ^ (uint64_t)t->pid << 48) % TYPE_CACHE];
 	uint64_t name;
 
-	if (te->type == type && tag_is(c, &te->tag, t))
+	if (te->type == type && sym_tag_is(c, &te->tag, t))
 		return te->name;
 	te->tag.pid = 0;
 	if (not_a_type(t, type))
@@ -1130,7 +705,7 @@ static const char *type_name(struct pysym_cache *c, const struct py_target *t,
 	te->name[sizeof(te->name) - 1] = '\0';
 	if (!plausible_type_name(te->name))
 		return NULL;
-	te->tag = tag_of(c, t);
+	te->tag = sym_tag_of(c, t);
 	te->type = type;
 	return te->name;
 }
@@ -1164,10 +739,10 @@ static uint64_t entry_key(const struct entry *e, uint64_t self)
 uint64_t pysym_frame_key(const struct pysym_cache *c, const struct py_target *t,
 			 uint64_t code, uint64_t self)
 {
-	const struct entry *set = &c->e[(hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+	const struct entry *set = &c->e[(sym_hash64(code ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
 
 	for (int i = 0; code && i < WAYS; i++)
-		if (set[i].code == code && tag_is(c, &set[i].tag, t))
+		if (set[i].code == code && sym_tag_is(c, &set[i].tag, t))
 			return entry_key(&set[i], self);
 	return 0;
 }
