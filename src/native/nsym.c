@@ -24,9 +24,6 @@
 #define NS_NAME_MAX		4096		/* longer names are cut */
 #define NS_SIZE0_SPAN		4096	/* reach of a symbol without a size */
 #define NS_NEST_SCAN		8	/* earlier symbols tried for nesting */
-#define NS_MEMO_BITS		10	/* search results kept per table ... */
-#define NS_MEMO_MIN		256	/* ... of this many symbols or more */
-#define NS_GRANULE_SHIFT	6	/* bytes of code one result covers */
 
 struct ns_sym {
 	uint64_t start;			/* link-time address */
@@ -35,20 +32,10 @@ struct ns_sym {
 };
 
 /* The symbol table hung off an object entry (objcache.h). */
-/* Where the binary search for any address of one granule ends: the
- * sampled pc (the leaf) differs from sample to sample but mostly falls
- * in code seen before, and a search of a cold table misses the cache at
- * every step (most of a lookup's time). */
-struct ns_memo {
-	uint64_t granule;		/* vaddr >> NS_GRANULE_SHIFT, plus 1; 0: empty */
-	uint64_t lo;			/* symbols starting at or below it */
-};
-
 struct ns_table {
 	struct ns_sym *syms;
 	size_t nsyms;
 	char *names;
-	struct ns_memo *memo;		/* 1 << NS_MEMO_BITS, or NULL */
 	size_t bytes;			/* what it holds, for the byte budget */
 	int from_debug;
 };
@@ -229,26 +216,13 @@ static int fold_symbols(struct ns_table *o, struct ns_collect *k)
 	}
 	o->nsyms = n;
 	o->bytes = sizeof(*o) + n * sizeof(*o->syms) + pool;
-	/* Optional: without it every lookup searches. */
-	if (n >= NS_MEMO_MIN && (o->memo = calloc(1u << NS_MEMO_BITS, sizeof(*o->memo))))
-		o->bytes += (1u << NS_MEMO_BITS) * sizeof(*o->memo);
 	return 0;
 }
 
-/* How many symbols start at or below vaddr: a binary search, remembered
- * for vaddr's granule when no symbol starts inside it (then every
- * address of the granule has the same answer). */
-static size_t sym_rank_of(struct ns_table *o, uint64_t vaddr)
+static const struct ns_sym *sym_find(const struct ns_table *o, uint64_t vaddr)
 {
-	uint64_t g = vaddr >> NS_GRANULE_SHIFT, g_lo = g << NS_GRANULE_SHIFT;
-	struct ns_memo *m = NULL;
 	size_t lo = 0, hi = o->nsyms;
 
-	if (o->memo) {
-		m = &o->memo[(g * 0x9e3779b97f4a7c15ull) >> (64 - NS_MEMO_BITS)];
-		if (m->granule == g + 1)
-			return m->lo;
-	}
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -257,16 +231,6 @@ static size_t sym_rank_of(struct ns_table *o, uint64_t vaddr)
 		else
 			hi = mid;
 	}
-	if (m && (lo == 0 || o->syms[lo - 1].start <= g_lo) &&
-	    (lo == o->nsyms || o->syms[lo].start - g_lo >= (1u << NS_GRANULE_SHIFT)))
-		*m = (struct ns_memo){ .granule = g + 1, .lo = lo };
-	return lo;
-}
-
-static const struct ns_sym *sym_find(struct ns_table *o, uint64_t vaddr)
-{
-	size_t lo = sym_rank_of(o, vaddr);
-
 	/* lo - 1 is the last symbol starting at or below vaddr; a few
 	 * earlier ones may still contain it (nested symbols). */
 	for (size_t k = lo; k > 0 && lo - k < NS_NEST_SCAN; k--) {
@@ -289,7 +253,6 @@ static void table_free(void *ctx, void *v)
 	c->st.symbols -= t->nsyms;
 	free(t->syms);
 	free(t->names);
-	free(t->memo);
 	free(t);
 }
 
@@ -323,7 +286,6 @@ static struct ns_table *table_of(struct nsym_ctx *c, struct oc_obj *o, const str
 	if (k.oom || fold_symbols(t, &k)) {
 		free(t->syms);
 		free(t->names);
-		free(t->memo);
 		free(t);
 		t = NULL;
 	}

@@ -997,51 +997,6 @@ out:
 	objcache_free(oc);
 }
 
-/* Search results are remembered per granule of code: resolving libc's
- * first 256 KiB of text byte by byte upwards (a granule's result found
- * by its first address) and downwards (by its last) names every address
- * alike. */
-static void test_sym_memo(void)
-{
-	struct objcache *oc = objcache_new(NULL), *oc2 = objcache_new(NULL);
-	struct nsym_ctx *up = nsym_ctx_new(oc), *down = nsym_ctx_new(oc2);
-	const struct proc_map *m = NULL;
-	struct proc_maps maps;
-	struct nsym_result r;
-	size_t span, differ = 0, named = 0;
-	const char **names = NULL;
-
-	if (proc_maps_read(LIVE, getpid(), &maps)) {
-		check(0, "sym memo: our maps");
-		goto out;
-	}
-	for (size_t i = 0; i < maps.n && !m; i++)
-		if (maps.v[i].perms[2] == 'x' && strstr(maps.v[i].path, "/libc.so"))
-			m = &maps.v[i];
-	span = m ? (size_t)(m->end - m->start) : 0;
-	if (span > (256u << 10))
-		span = 256u << 10;
-	names = span ? calloc(span, sizeof(*names)) : NULL;
-	for (size_t k = 0; names && k < span; k++)
-		if (nsym_resolve(up, LIVE, getpid(), m->start + k, 0, &r) == NSYM_OK)
-			names[k] = r.name;
-	for (size_t k = span; names && k-- > 0;) {
-		int ok = nsym_resolve(down, LIVE, getpid(), m->start + k, 0, &r) == NSYM_OK;
-
-		named += ok;
-		differ += ok != (names[k] != NULL) || (ok && strcmp(r.name, names[k]));
-	}
-	check(names && named > span / 2 && differ == 0,
-	      "sym memo: %zu of %zu libc addresses named, %zu differ by order", named, span, differ);
-	proc_maps_free(&maps);
-out:
-	free(names);
-	nsym_ctx_free(up);
-	nsym_ctx_free(down);
-	objcache_free(oc);
-	objcache_free(oc2);
-}
-
 static void bench(struct target *t)
 {
 	struct objcache *oc = objcache_new(NULL);
@@ -1195,7 +1150,6 @@ int main(int argc, char **argv)
 	test_deleted(self);
 	test_refresh(self);
 	test_vdso();
-	test_sym_memo();
 	test_fid_recheck(self);
 	test_python();
 	return check_exit();
