@@ -380,16 +380,21 @@ static struct oc_fid *fid_of(struct objcache *oc, const struct oc_proc *p,
 	return &oc->fid[(h ^ h >> 29) & (OC_FIDS - 1)];
 }
 
-/* The mapped file's stat by its name in our root: a third of the cost of
- * its map_files entry, which locks the target's mappings, contended while
- * a new process still maps its libraries. Only an inode with the maps
- * line's device and inode numbers counts: that is the very inode mapped
- * (alive while mapped, so its numbers name no other), whatever root the
- * name was resolved in. -1 otherwise (another root, renamed, deleted,
- * a file system whose stat numbers differ from its maps' numbers). */
-static int stat_by_name(const struct proc_map *m, struct stat *st)
+/* The mapped file's stat by its name under the target's root: no lock
+ * of the target's mappings (a map_files lookup takes it, contended while
+ * a new process still maps its libraries) and no map_files entries made
+ * for it. Only an inode with the maps line's device and inode numbers
+ * counts: that is the very inode mapped (alive while mapped, so its
+ * numbers name no other). -1 otherwise (renamed, deleted, a file system
+ * whose stat numbers differ from its maps' numbers). */
+static int stat_by_name(const struct oc_proc *p, const struct proc_map *m, struct stat *st)
 {
-	return stat(m->path, st) || st->st_ino != m->inode ||
+	char path[PATH_MAX + 32];
+	int n = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
+
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -1;
+	return stat(path, st) || st->st_ino != m->inode ||
 	       st->st_dev != makedev(m->dev_major, m->dev_minor) ? -1 : 0;
 }
 
@@ -412,7 +417,7 @@ static struct oc_obj *fid_find(struct objcache *oc, struct oc_fid *f, const stru
 		return NULL;
 	if (now - f->checked_ns < OC_FID_NS)
 		return o;
-	if (stat_by_name(m, &st)) {
+	if (stat_by_name(p, m, &st)) {
 		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
 			 m->start, m->end);
 		if (stat(path, &st))
