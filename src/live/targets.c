@@ -516,7 +516,7 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 			continue;
 		}
 		/* One read of its stat serves the check and the probe. */
-		gone = proc_stat(p->pid, &ps) ||
+		gone = proc_stat(p->pid, &ps) || proc_stat_gone(&ps) ||
 		       (p->start_time && ps.start_time != p->start_time) || now_ns > p->until_ns;
 		if (!gone)
 			p->start_time = ps.start_time;
@@ -545,7 +545,9 @@ static void scan_proc(struct target_set *ts)
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		pid = (pid_t)atoi(de->d_name);
-		if (find_live(ts, pid) || proc_stat(pid, &ps))
+		/* A zombie has no memory to probe (a churning host's exited
+		 * processes, not yet waited for, were a maps read each). */
+		if (find_live(ts, pid) || proc_stat(pid, &ps) || proc_stat_gone(&ps))
 			continue;
 		key = ignore_key(pid, &ps);
 		if (ignored(ts, key, 0))

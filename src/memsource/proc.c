@@ -201,6 +201,7 @@ int proc_stat_parse(const char *buf, struct proc_stat *ps)
 		len = sizeof(ps->comm) - 1;
 	memcpy(ps->comm, lp + 1, len);
 	ps->comm[len] = '\0';
+	ps->state = rp[2];
 	ps->ppid = (int)v[4 - 4];
 	ps->num_threads = (int)v[20 - 4];
 	ps->start_time = v[22 - 4];

@@ -34,7 +34,14 @@ struct proc_stat {
 	int num_threads;
 	uint64_t start_time;	/* clock ticks since boot */
 	char comm[16];
+	char state;		/* 'R', 'S', ... 'Z' (zombie), 'X' (dead) */
 };
+
+/* A zombie or dead process: its memory is gone, it can never be a target. */
+static inline int proc_stat_gone(const struct proc_stat *ps)
+{
+	return ps->state == 'Z' || ps->state == 'X';
+}
 
 /* Fields of /proc/PID/stat, read live: which processes exist is
  * bookkeeping of the live session, not something a recording replays. */

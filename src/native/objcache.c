@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include "target_src.h"
@@ -251,6 +252,13 @@ static struct oc_obj *obj_slot(struct objcache *oc)
 	return victim;
 }
 
+/* Does st describe object o as it was loaded? */
+static int same_file(const struct stat *st, const struct oc_obj *o)
+{
+	return st->st_ino == o->ino && st->st_dev == o->dev && (uint64_t)st->st_size == o->size &&
+	       st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec == o->mtime_ns;
+}
+
 static struct oc_obj *obj_find(struct objcache *oc, const struct stat *st,
 			       const uint8_t *id, size_t idlen)
 {
@@ -259,9 +267,7 @@ static struct oc_obj *obj_find(struct objcache *oc, const struct stat *st,
 
 		if (!o->serial)
 			continue;
-		if (st && o->ino == st->st_ino && o->dev == st->st_dev &&
-		    o->size == (uint64_t)st->st_size &&
-		    o->mtime_ns == st->st_mtim.tv_sec * 1000000000ll + st->st_mtim.tv_nsec)
+		if (st && same_file(st, o))
 			return o;
 		if (idlen && o->build_id_len == idlen && memcmp(o->build_id, id, idlen) == 0)
 			return o;
@@ -276,16 +282,37 @@ static struct oc_obj *obj_hit(struct objcache *oc, struct oc_obj *o)
 	return o;
 }
 
-static struct elf_file *open_vdso(const struct oc_proc *p, const struct proc_map *m)
+/* A vDSO entry holding the very bytes img: every process of a kernel
+ * maps the same vDSO, found so without a copy and parse of its own. */
+static struct oc_obj *vdso_find(struct objcache *oc, const void *img, size_t len)
+{
+	for (size_t i = 0; i < oc->opt.max_objects; i++) {
+		struct oc_obj *o = &oc->obj[i];
+		const void *have;
+
+		if (!o->serial || o->ino || o->dev || !o->ef || elf_file_size(o->ef) != len)
+			continue;
+		have = elf_file_data(o->ef, 0, len);
+		if (have && memcmp(have, img, len) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+/* p's vDSO: an entry with the same bytes (*hit), else a new image. */
+static struct elf_file *open_vdso(struct objcache *oc, const struct oc_proc *p,
+				  const struct proc_map *m, struct oc_obj **hit)
 {
 	size_t len = m->end - m->start;
 	struct elf_file *ef = NULL;
 	void *buf;
 
+	*hit = NULL;
 	if (len > OC_VDSO_MAX)
 		return NULL;
 	buf = malloc(len);
-	if (buf && target_read(p->src, p->pid, m->start, buf, len) == 0)
+	if (buf && target_read(p->src, p->pid, m->start, buf, len) == 0 &&
+	    !(*hit = vdso_find(oc, buf, len)))
 		ef = elf_file_open_mem(buf, len);
 	free(buf);
 	return ef;
@@ -353,9 +380,28 @@ static struct oc_fid *fid_of(struct objcache *oc, const struct oc_proc *p,
 	return &oc->fid[(h ^ h >> 29) & (OC_FIDS - 1)];
 }
 
+/* The mapped file's stat by its name under the target's root: no lock
+ * of the target's mappings (a map_files lookup takes it, contended while
+ * a new process still maps its libraries) and no map_files entries made
+ * for it. Only an inode with the maps line's device and inode numbers
+ * counts: that is the very inode mapped (alive while mapped, so its
+ * numbers name no other). -1 otherwise (renamed, deleted, a file system
+ * whose stat numbers differ from its maps' numbers). */
+static int stat_by_name(const struct oc_proc *p, const struct proc_map *m, struct stat *st)
+{
+	char path[PATH_MAX + 32];
+	int n = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
+
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -1;
+	return stat(path, st) || st->st_ino != m->inode ||
+	       st->st_dev != makedev(m->dev_major, m->dev_minor) ? -1 : 0;
+}
+
 /* The object f names, if f is mapping m's: as it is if f was stat'ed
- * recently, else if a stat of the mapped file (one system call, not
- * map_file's two) still finds the object's identity. */
+ * recently, else if a stat of the mapped file (by name, else through
+ * map_files: one system call, not map_file's two) still finds the
+ * object's identity. */
 static struct oc_obj *fid_find(struct objcache *oc, struct oc_fid *f, const struct oc_proc *p,
 			       const struct proc_map *m, uint64_t hash, uint64_t now)
 {
@@ -371,11 +417,13 @@ static struct oc_obj *fid_find(struct objcache *oc, struct oc_fid *f, const stru
 		return NULL;
 	if (now - f->checked_ns < OC_FID_NS)
 		return o;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
-		 m->start, m->end);
-	if (stat(path, &st) || st.st_ino != o->ino || st.st_dev != o->dev ||
-	    (uint64_t)st.st_size != o->size ||
-	    st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec != o->mtime_ns)
+	if (stat_by_name(p, m, &st)) {
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid,
+			 m->start, m->end);
+		if (stat(path, &st))
+			return NULL;
+	}
+	if (!same_file(&st, o))
 		return NULL;
 	oc->st.fid_checks++;
 	f->checked_ns = now;
@@ -406,7 +454,9 @@ static struct oc_obj *obj_load(struct objcache *oc, const struct oc_proc *p,
 	size_t idlen = 0;
 
 	if (strcmp(m->path, "[vdso]") == 0) {
-		ef = open_vdso(p, m);
+		ef = open_vdso(oc, p, m, &o);
+		if (o)
+			return obj_hit(oc, o);
 	} else {
 		if (stat_mapped(p, m, path, sizeof(path), &st))
 			goto fail;

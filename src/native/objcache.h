@@ -76,7 +76,8 @@ struct objcache_opts {
 
 struct objcache_stats {
 	uint64_t elf_opens;		/* ELF files opened: objects and debug files */
-	uint64_t vdso_copies;		/* vDSO images read from target memory (no file) */
+	uint64_t vdso_copies;		/* vDSO images made entries of (no file; one
+					 * equal to an entry's is that entry) */
 	uint64_t distinct;		/* distinct objects and debug files among them */
 	uint64_t obj_loads, obj_hits, obj_evictions, obj_failures;
 	uint64_t debug_files;		/* separate debug files opened */

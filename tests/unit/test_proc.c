@@ -106,11 +106,14 @@ static void test_stat(void)
 	struct proc_stat ps;
 
 	check(proc_stat_parse(line, &ps) == 0 && ps.ppid == 1 && ps.num_threads == 3 &&
-	      ps.start_time == 1234567 && strcmp(ps.comm, "python3.10") == 0,
-	      "stat: ppid, threads, start time and comm");
+	      ps.start_time == 1234567 && strcmp(ps.comm, "python3.10") == 0 && ps.state == 'R' &&
+	      !proc_stat_gone(&ps), "stat: ppid, threads, start time, comm and state");
 	check(proc_stat_parse(odd, &ps) == 0 && ps.ppid == 5 && ps.num_threads == 1 &&
 	      ps.start_time == 99 && strcmp(ps.comm, "a) b (c") == 0,
 	      "stat: a comm with parentheses, negative priority and nice");
+	check(proc_stat_parse("9 (python3) Z 1 0 0 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 "
+			      "77 0 0\n", &ps) == 0 && ps.state == 'Z' && proc_stat_gone(&ps),
+	      "stat: a zombie is gone");
 	check(proc_stat_parse("7 (x) S 5 7 7 0 -1 0 0\n", &ps) == -1 &&
 	      proc_stat_parse("7 x S 5\n", &ps) == -1, "stat: truncated text refused");
 }

@@ -701,6 +701,61 @@ out:
 	objcache_free(oc);
 }
 
+/* A file known by its maps line is stat'ed again after OC_FID_NS (by its
+ * name now): unchanged, it is the same entry without an open; touched in
+ * place (same inode, new mtime), it is opened again. */
+static void test_fid_recheck(const char *self)
+{
+	char dir[] = "/tmp/test_unwind.XXXXXX", copy[64] = "", cmd[8300];
+	struct objcache *oc = objcache_new(NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
+	const struct objcache_stats *s = objcache_get_stats(oc);
+	struct nsym_result r;
+	void *map = MAP_FAILED;
+	uint64_t pc, opens;
+	int fd = -1;
+
+	if (!mkdtemp(dir))
+		goto out;
+	snprintf(copy, sizeof(copy), "%s/copy", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", self, copy);
+	fd = system(cmd) ? -1 : open(copy, O_RDONLY);
+	map = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (map == MAP_FAILED) {
+		check(0, "fid recheck: a mapped copy");
+		goto out;
+	}
+	pc = (uint64_t)(uintptr_t)map + 16;
+	nsym_resolve(ns, LIVE, getpid(), pc, 0, &r);
+	opens = s->elf_opens;
+	objcache_forget_pid(oc, getpid());
+	usleep(1050000);
+	nsym_resolve(ns, LIVE, getpid(), pc, 0, &r);
+	check(s->elf_opens == opens && s->fid_checks == 1 && !strcmp(r.path, copy),
+	      "fid recheck: an unchanged file stat'ed again, not opened (%llu checks)",
+	      (unsigned long long)s->fid_checks);
+	if (utimensat(AT_FDCWD, copy, NULL, 0)) {
+		check(0, "fid recheck: touch the copy");
+		goto out;
+	}
+	objcache_forget_pid(oc, getpid());
+	usleep(1050000);
+	nsym_resolve(ns, LIVE, getpid(), pc, 0, &r);
+	check(s->elf_opens == opens + 1 && s->fid_checks == 1 && !strcmp(r.path, copy),
+	      "fid recheck: a file changed in place is opened again");
+out:
+	if (map != MAP_FAILED)
+		munmap(map, 4096);
+	if (fd >= 0)
+		close(fd);
+	if (copy[0]) {
+		unlink(copy);
+		rmdir(dir);
+	}
+	nsym_ctx_free(ns);
+	objcache_free(oc);
+}
+
 /* ---- python3.11 ------------------------------------------------------- */
 
 static void test_py_stack(struct target *t)
@@ -894,6 +949,54 @@ out:
 	objcache_free(oc);
 }
 
+/* Every process of a kernel maps the same vDSO: a second process's is
+ * found by its bytes, not copied into an entry of its own. */
+static void test_vdso(void)
+{
+	struct objcache *oc = objcache_new(NULL);
+	struct nsym_ctx *ns = nsym_ctx_new(oc);
+	const struct objcache_stats *s = objcache_get_stats(oc);
+	const struct proc_map *m = NULL;
+	struct nsym_result r, r2;
+	struct proc_maps maps;
+	uint64_t pc = 0, hits;
+	pid_t child;
+
+	if (proc_maps_read(LIVE, getpid(), &maps)) {
+		check(0, "vdso: our maps");
+		goto out;
+	}
+	for (size_t i = 0; i < maps.n && !m; i++)
+		if (!strcmp(maps.v[i].path, "[vdso]"))
+			m = &maps.v[i];
+	/* A pc that has a name: the first of the functions. */
+	for (uint64_t a = m ? m->start : 0; m && a < m->end && !pc; a += 16)
+		if (nsym_resolve(ns, LIVE, getpid(), a, 0, &r) == NSYM_OK)
+			pc = a;
+	proc_maps_free(&maps);
+	if (!pc) {
+		printf("skip vdso: no named vDSO pc\n");
+		goto out;
+	}
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	hits = s->obj_hits;
+	check(s->vdso_copies == 1, "vdso: one copy for our process (%llu)",
+	      (unsigned long long)s->vdso_copies);
+	nsym_resolve(ns, LIVE, child, pc, 0, &r2);
+	check(r2.status == NSYM_OK && !strcmp(r2.name, r.name) && s->vdso_copies == 1 &&
+	      s->obj_hits > hits, "vdso: another process's is the same entry, found by its bytes (%s)",
+	      r2.status == NSYM_OK ? r2.name : "?");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+out:
+	nsym_ctx_free(ns);
+	objcache_free(oc);
+}
+
 static void bench(struct target *t)
 {
 	struct objcache *oc = objcache_new(NULL);
@@ -1046,6 +1149,8 @@ int main(int argc, char **argv)
 	test_trampoline(self, "tramp14");
 	test_deleted(self);
 	test_refresh(self);
+	test_vdso();
+	test_fid_recheck(self);
 	test_python();
 	return check_exit();
 }
