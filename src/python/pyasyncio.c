@@ -427,7 +427,7 @@ static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now
 	ap->retry_ns = now + RETRY_NS;
 	if (pyobj_ctx_init(&c, x->t))
 		return -1;
-	modules = pyobj_modules(&c, interp, x->mods, &h);
+	modules = pyobj_modules(&c, interp, x->mods, &h, now);
 	if (!modules || h.used < 0)
 		return -1;
 	if (h.used == ap->modules_used) {

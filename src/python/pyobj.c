@@ -705,7 +705,13 @@ uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *
 	struct pyobj_dview v;
 	uint64_t val = 0;
 
-	if ((unsigned)m >= PYOBJ_NMODS || head_view(c, h, &v, PREFETCH_BIG))
+	if ((unsigned)m >= PYOBJ_NMODS)
+		return 0;
+	/* The header this sample's other reader searched with: it saw every
+	 * entry then. */
+	if (mi->viewed && !mi->key[m] && !memcmp(h, &mi->head, sizeof(*h)))
+		return 0;
+	if (head_view(c, h, &v, PREFETCH_BIG))
 		return 0;
 	/* The same entries table, not shorter: the keys before mi->done are
 	 * the ones compared then (a resize makes a new table, whose keys are
@@ -719,6 +725,7 @@ uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *
 		scan_names(c, &v, mi->done, mi);
 		mi->done = v.nentries;
 	}
+	mi->viewed = mi->head_ns && !memcmp(h, &mi->head, sizeof(*h));
 	/* Deleted entries have no key: the key found is the module's while
 	 * an entry holds it. */
 	for (uint64_t i = 0; mi->key[m] && i < v.nentries; i++) {
@@ -734,10 +741,16 @@ uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *
 }
 
 uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_modindex *mi,
-		       struct pyobj_dhead *h)
+		       struct pyobj_dhead *h, uint64_t now_ns)
 {
 	uint64_t modules = mi->modules;
 
+	if (modules && now_ns && mi->head_ns == now_ns) {
+		*h = mi->head;
+		return modules;
+	}
+	mi->head_ns = 0;
+	mi->viewed = 0;
 	if (!modules) {
 		modules = interp ? py_read_ptr(c->t, interp + c->o.interp_modules) : 0;
 		if (!modules || (modules & 7))
@@ -746,6 +759,8 @@ uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_
 	if (pyobj_dict_head(c, modules, h))
 		return 0;
 	mi->modules = modules;
+	mi->head = *h;
+	mi->head_ns = now_ns;
 	return modules;
 }
 
@@ -759,7 +774,7 @@ uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
 
 	if (pyobj_ctx_init(&c, t) || !interp)
 		return 0;
-	if (!pyobj_modules(&c, interp, mi, &h))
+	if (!pyobj_modules(&c, interp, mi, &h, 0))
 		return 0;
 	seen->dict_type = h.type;
 	mod = pyobj_module_find(&c, &h, m, mi, &seen->str_type);

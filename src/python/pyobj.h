@@ -91,6 +91,11 @@ int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, 
 enum pyobj_mod { PYOBJ_MOD_THREADING, PYOBJ_MOD_ASYNCIO_TASKS, PYOBJ_NMODS };
 /* The name of module m ("threading" ...). */
 const char *pyobj_mod_name(enum pyobj_mod m);
+/* One read of a dict object's header. */
+struct pyobj_dhead {
+	uint64_t type, keys, values;
+	int64_t used;		/* ma_used; -1 when the layout has no such field */
+};
 /*
  * The scans of one sys.modules, zeroed before first use. A dict's entries
  * are appended to in place until it is resized (into a new entries table),
@@ -104,18 +109,18 @@ struct pyobj_modindex {
 	uint64_t done;		/* its first done entries were compared */
 	uint64_t key[PYOBJ_NMODS];	/* the last key object found equal to each
 					 * name in that table; 0: none */
-};
-/* One read of a dict object's header. */
-struct pyobj_dhead {
-	uint64_t type, keys, values;
-	int64_t used;		/* ma_used; -1 when the layout has no such field */
+	uint64_t head_ns;	/* the sample time head was read at; 0: none */
+	struct pyobj_dhead head;
+	int viewed;		/* a search has seen every entry since head was read */
 };
 /* 0 on success. */
 int pyobj_dict_head(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dhead *h);
 /* The sys.modules dict of the interpreter at interp, its header into *h;
- * 0 when unreadable. Its address is read once (into mi). */
+ * 0 when unreadable. Its address is read once (into mi); its header once
+ * per sample time now_ns (not 0): the readers of one sample share it, and
+ * a search that follows another on it reads nothing. */
 uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_modindex *mi,
-		       struct pyobj_dhead *h);
+		       struct pyobj_dhead *h, uint64_t now_ns);
 /* sys.modules[module m], 0 when absent, the dict's header h already read;
  * the found key's type into *str_type (may be NULL). */
 uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *h,

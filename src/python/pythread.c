@@ -48,14 +48,15 @@ struct istate {
 
 /* ---- threading._active ---------------------------------------------- */
 
-/* Finds sys.modules["threading"]._active of is->key.interp. */
-static int find_active(const struct pyobj_ctx *c, struct istate *is)
+/* Finds sys.modules["threading"]._active of is->key.interp (sample time
+ * now). */
+static int find_active(const struct pyobj_ctx *c, struct istate *is, uint64_t now)
 {
 	const struct py_object_offsets *o = &c->o;
 	uint64_t modules, mod, mdict, active;
 	struct pyobj_dhead h;
 
-	modules = pyobj_modules(c, is->key.interp, &is->mods, &h);
+	modules = pyobj_modules(c, is->key.interp, &is->mods, &h, now);
 	if (!modules)
 		return -1;
 	/* A program that has not imported threading (most single-threaded
@@ -167,7 +168,7 @@ static int lookup(const struct pyobj_ctx *c, struct istate *is, uint64_t ident, 
 			return -1;
 		is->retry_ns = now + PYTHREAD_TTL_NS;
 		(*resolves)++;
-		if (find_active(c, is))
+		if (find_active(c, is, now))
 			return -1;
 		is->snap_ns = 0;
 	}
