@@ -126,7 +126,7 @@ enum tkind { TK_NONE = 0, TK_OTHER, TK_STR, TK_INT, TK_CORO, TK_TASK_C, TK_BAD }
 struct aproc {
 	struct proc_slot key;		/* first: procslot.h */
 	struct py_seen seen;
-	struct pyobj_modscan tasks_mod;	/* the searches for asyncio.tasks */
+	struct pyobj_modindex mods;	/* sys.modules' scans, unless shared */
 	uint64_t current_tasks;		/* the dict; 0: not found yet */
 	uint64_t retry_ns;		/* no search for it before this */
 	uint64_t retry_gap;		/* ... since the last look; 0: RETRY_NS */
@@ -156,6 +156,7 @@ struct ctx {
 	const struct pyasyncio_layout *l;
 	struct aproc *ap;
 	uint64_t *refusals;
+	struct pyobj_modindex *mods;	/* ap->mods, or the thread names' */
 	struct py_object_offsets o;	/* pyobj_offsets(): complete for
 					 * _Py_DebugOffsets layouts too */
 	int py_tasks;			/* 3.14+: o can read asyncio.tasks.
@@ -412,22 +413,24 @@ static int loop_is_ours(const struct ctx *x, struct tentry *e, uint64_t loop, ui
 }
 
 /* Finds asyncio.tasks._current_tasks, at most every RETRY_NS and only
- * when sys.modules changed size since the last search: one read while
- * asyncio is not imported. 0 when found. */
+ * when sys.modules changed size since the last search: one read (the
+ * dict's header) while asyncio is not imported. 0 when found. */
 static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now)
 {
 	struct aproc *ap = x->ap;
-	uint64_t modules;
-	int64_t used = -1;
+	struct pyobj_dhead h;
+	struct pyobj_ctx c;
+	uint64_t modules, mod, mdict;
 
 	if (now < ap->retry_ns)
 		return -1;
 	ap->retry_ns = now + RETRY_NS;
-	modules = py_read_ptr(x->t, interp + x->o.interp_modules);
-	if (!modules || x->o.dict_used == NO16 ||
-	    py_read(x->t, modules + x->o.dict_used, &used, sizeof(used)))
+	if (pyobj_ctx_init(&c, x->t))
 		return -1;
-	if (used == ap->modules_used) {
+	modules = pyobj_modules(&c, interp, x->mods, &h, now);
+	if (!modules || h.used < 0)
+		return -1;
+	if (h.used == ap->modules_used) {
 		ap->retry_gap = ap->retry_gap ? 2 * ap->retry_gap : 2 * RETRY_NS;
 		if (ap->retry_gap > RETRY_MAX_NS)
 			ap->retry_gap = RETRY_MAX_NS;
@@ -435,15 +438,17 @@ static int find_current_tasks(const struct ctx *x, uint64_t interp, uint64_t now
 		return -1;
 	}
 	ap->retry_gap = 0;
-	ap->current_tasks = pyobj_module_attr(x->t, &ap->seen, &ap->tasks_mod, interp, "asyncio.tasks",
-						 "_current_tasks");
-	if (ap->current_tasks)
-		return 0;
+	ap->seen.dict_type = h.type;
+	mod = pyobj_module_find(&c, &h, PYOBJ_MOD_ASYNCIO_TASKS, x->mods, &ap->seen.str_type);
+	if (!mod) {
+		ap->modules_used = h.used;
+		return -1;
+	}
 	/* sys.modules holds a module while it executes: if asyncio.tasks is
 	 * there but not its _current_tasks yet, look again next time. */
-	if (!pyobj_module_attr(x->t, &ap->seen, &ap->tasks_mod, interp, "asyncio.tasks", "__name__"))
-		ap->modules_used = used;
-	return -1;
+	mdict = py_read_ptr(x->t, mod + c.o.module_dict);
+	ap->current_tasks = mdict ? pyobj_dict_get_str(&c, mdict, "_current_tasks", NULL, NULL) : 0;
+	return ap->current_tasks ? 0 : -1;
 }
 
 /*
@@ -468,7 +473,8 @@ static void recheck(const struct ctx *x, uint64_t interp, uint64_t now)
 		return;
 	ap->check_gap = ap->check_gap < 32 * RETRY_NS ? 2 * ap->check_gap : ap->check_gap;
 	ap->check_ns = now + ap->check_gap;
-	d = pyobj_module_attr(x->t, &ap->seen, &ap->tasks_mod, interp, "asyncio.tasks", "_current_tasks");
+	d = pyobj_module_attr(x->t, &ap->seen, x->mods, interp, PYOBJ_MOD_ASYNCIO_TASKS,
+			      "_current_tasks");
 	if (d)
 		ap->current_tasks = d;
 }
@@ -657,7 +663,7 @@ int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t
 	struct aproc ap = { .key = { .pid = t->pid } };
 	struct tentry e = { .tstate = tstate, .cur = -1 };
 	uint64_t refusals = 0;
-	struct ctx x = { .t = t, .l = layout_of(t), .ap = &ap,
+	struct ctx x = { .t = t, .l = layout_of(t), .ap = &ap, .mods = &ap.mods,
 			 .refusals = &refusals };
 	struct py_gil_offsets gil;
 
@@ -686,6 +692,7 @@ int pyasyncio_task(const struct py_target *t, uint64_t tstate, char *buf, size_t
 /* ---- the cache ------------------------------------------------------- */
 
 struct pyasyncio_cache {
+	struct pythread_cache *threads;	/* whose sys.modules scans are shared */
 	struct tentry *e;
 	size_t nsets;
 	uint32_t clock;
@@ -830,6 +837,20 @@ static const char *choose(struct pyasyncio_cache *c, const struct tentry *e,
 	return found;
 }
 
+void pyasyncio_cache_share(struct pyasyncio_cache *c, struct pythread_cache *threads)
+{
+	c->threads = threads;
+}
+
+/* The sys.modules scans of (t, interp): the thread names' when shared. */
+static struct pyobj_modindex *shared_mods(struct pyasyncio_cache *c, const struct py_target *t,
+					  uint64_t interp, struct aproc *ap)
+{
+	struct pyobj_modindex *mi = c->threads ? pythread_modindex(c->threads, t, interp) : NULL;
+
+	return mi ? mi : &ap->mods;
+}
+
 /* The view of e's interpreter (t, layout l) into *x. 0 when ready. */
 static int ctx_open(struct pyasyncio_cache *c, const struct py_target *t,
 		    const struct pyasyncio_layout *l, struct tentry *e, uint64_t tstate,
@@ -844,13 +865,17 @@ static int ctx_open(struct pyasyncio_cache *c, const struct py_target *t,
 		if (!e->interp)
 			return -1;
 		x->ap = aproc_get(c, t, e->interp);
+		x->mods = shared_mods(c, t, e->interp, x->ap);
 		return section_layout(x, now_ns);
 	}
-	if (!e->interp && pythread_tstate_ident(t, tstate, &e->interp, &e->ident))
+	if (!e->interp && (c->threads ? pythread_cache_ident(c->threads, t, tstate, now_ns,
+							     &e->interp, &e->ident) :
+			   pythread_tstate_ident(t, tstate, &e->interp, &e->ident)))
 		e->interp = 0;
 	if (!e->interp || pyobj_offsets(t, &x->o, &gil))
 		return -1;
 	x->ap = aproc_get(c, t, e->interp);
+	x->mods = shared_mods(c, t, e->interp, x->ap);
 	return 0;
 }
 

@@ -70,6 +70,10 @@ struct pyasyncio_stats {
 /* capacity: threads kept (rounded up to a power of two). */
 struct pyasyncio_cache *pyasyncio_cache_new(size_t capacity);
 void pyasyncio_cache_free(struct pyasyncio_cache *c);
+/* Searches sys.modules with the thread-name cache threads (NULL: alone):
+ * one scan of a new process's modules then serves both. */
+struct pythread_cache;
+void pyasyncio_cache_share(struct pyasyncio_cache *c, struct pythread_cache *threads);
 void pyasyncio_forget_pid(struct pyasyncio_cache *c, int pid);
 void pyasyncio_get_stats(const struct pyasyncio_cache *c, struct pyasyncio_stats *st);
 

@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include "pyobj.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -35,9 +36,11 @@
 #define NO16		PYPERF_NO_FIELD
 #define MAX_ENTRIES	(1u << 15)	/* dict entries read, at most */
 #define STR_BATCH	64		/* keys compared per process_vm_readv */
+#define SPAN_MAX	4096		/* bytes of one remote range of keys */
 #define KEY_MAX		32		/* longest key name looked up */
 #define HDR_MAX		64		/* bytes of a dict keys header */
 #define PREFETCH	1024		/* keys object bytes read at once */
+#define PREFETCH_BIG	4096		/* ... of sys.modules (35-102 keys at start) */
 #define STR_FAST	128		/* str object bytes read at once */
 
 /* ---- offsets --------------------------------------------------------- */
@@ -125,12 +128,12 @@ void pyobj_dview_free(struct pyobj_dview *v)
  * shared keys, _active) takes one read: PREFETCH bytes are read first,
  * beyond the object if it is smaller (harmless: only its own bytes are
  * used), else the header alone when that read fails. */
-static int keys_view(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dview *v)
+static int keys_view_n(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dview *v,
+		       size_t have)
 {
 	const struct py_object_offsets *o = &c->o;
-	uint8_t pre[PREFETCH];
+	uint8_t pre[PREFETCH_BIG];
 	const uint8_t *hdr = pre;
-	size_t have = sizeof(pre);
 	uint64_t size, idx_bytes, off;
 	int64_t n;
 
@@ -189,33 +192,57 @@ static int keys_view(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dvie
 	return 0;
 }
 
-/* Reads a dict object: its keys, entries and (split) value array; and
- * its type when type is not NULL. */
-int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview *v, uint64_t *type)
+static int keys_view(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dview *v)
+{
+	return keys_view_n(c, keys, v, PREFETCH);
+}
+
+int pyobj_dict_head(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dhead *h)
 {
 	const struct py_object_offsets *o = &c->o;
 	uint16_t ob_type = c->t->layout.code.ob_type;
 	uint16_t end = o->dict_keys > o->dict_values ? o->dict_keys : o->dict_values;
 	uint8_t d[HDR_MAX];
-	uint64_t keys, values;
 
-	memset(v, 0, sizeof(*v));
-	/* ob_type, ma_keys and ma_values in one read (obj_usable() bounds
-	 * them). */
-	end = (end > ob_type ? end : ob_type) + 8;
+	/* ob_type, ma_used, ma_keys and ma_values in one read (obj_usable()
+	 * bounds the last two). */
+	end = end > ob_type ? end : ob_type;
+	if (o->dict_used != NO16 && o->dict_used > end)
+		end = o->dict_used;
+	end += 8;
 	if (!dict || (dict & 7) || end > sizeof(d) || py_read(c->t, dict, d, end))
 		return -1;
-	if (type)
-		*type = py_ld64(d + ob_type);
-	keys = py_ld64(d + o->dict_keys);
-	values = py_ld64(d + o->dict_values);
-	if (values & 7)
+	h->type = py_ld64(d + ob_type);
+	h->used = o->dict_used != NO16 ? (int64_t)py_ld64(d + o->dict_used) : -1;
+	h->keys = py_ld64(d + o->dict_keys);
+	h->values = py_ld64(d + o->dict_values);
+	return h->values & 7 ? -1 : 0;
+}
+
+/* The view of a dict whose header is h, reading prefetch bytes of its
+ * keys object first. */
+static int head_view(const struct pyobj_ctx *c, const struct pyobj_dhead *h,
+		     struct pyobj_dview *v, size_t prefetch)
+{
+	if (keys_view_n(c, h->keys, v, prefetch))
 		return -1;
-	if (keys_view(c, keys, v))
-		return -1;
-	if (values)
-		v->values = values + (o->values_values == NO16 ? 0 : o->values_values);
+	if (h->values)
+		v->values = h->values + (c->o.values_values == NO16 ? 0 : c->o.values_values);
 	return 0;
+}
+
+/* Reads a dict object: its keys, entries and (split) value array; and
+ * its type when type is not NULL. */
+int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview *v, uint64_t *type)
+{
+	struct pyobj_dhead h;
+
+	memset(v, 0, sizeof(*v));
+	if (pyobj_dict_head(c, dict, &h))
+		return -1;
+	if (type)
+		*type = h.type;
+	return head_view(c, &h, v, PREFETCH);
 }
 
 uint64_t pyobj_ent_key(const struct pyobj_dview *v, uint64_t i)
@@ -250,73 +277,183 @@ static int str_matches(const struct pyobj_ctx *c, const uint8_t *buf, const char
 	       len == n && memcmp(buf + co->unicode_ascii_size, s, n) == 0;
 }
 
+/* A batch of str keys read at once (read_keys()). */
+struct key_batch {
+	uint8_t buf[STR_BATCH][HDR_MAX + KEY_MAX];
+	uint64_t idx[STR_BATCH];	/* their entries */
+	size_t have[STR_BATCH];		/* bytes read of each */
+};
+
+/* One remote range of a merged read: keys [first, first + n) of the
+ * batch's address order. */
+struct span { uint64_t start, end; unsigned first, n; };
+
+/* Sorts the n keys at a (their batch slots in slot) by address. */
+static void sort_keys(uint64_t *a, unsigned *slot, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++) {
+		uint64_t x = a[i];
+		unsigned y = slot[i], j = i;
+
+		for (; j && a[j - 1] > x; j--) {
+			a[j] = a[j - 1];
+			slot[j] = slot[j - 1];
+		}
+		a[j] = x;
+		slot[j] = y;
+	}
+}
+
+/*
+ * Reads need bytes at each of the n addresses a[] into b->buf[slot[]], in
+ * one system call; b->have[slot[]] says how many were read: need, or
+ * least, or 0 (a key read alone, as a recording made with shorter reads
+ * holds it). Keys near each other (a
+ * module's name strs sit in the same few allocator pools) share one
+ * remote range: the kernel pins a range's pages once per range, which
+ * was most of a sys.modules scan's cost with a range per key.
+ */
+static void read_merged(const struct pyobj_ctx *c, uint64_t *a, unsigned *slot, unsigned n,
+			size_t need, size_t least, struct key_batch *b)
+{
+	struct iovec local[STR_BATCH], remote[STR_BATCH];
+	struct span sp[STR_BATCH];
+	unsigned ns = 0;
+	size_t total = 0, off = 0;
+	uint8_t *buf;
+	ssize_t got;
+	int gone;
+
+	sort_keys(a, slot, n);
+	for (unsigned k = 0; k < n; k++) {
+		if (ns && a[k] + need - sp[ns - 1].start <= SPAN_MAX) {
+			if (a[k] + need > sp[ns - 1].end)
+				sp[ns - 1].end = a[k] + need;
+			sp[ns - 1].n++;
+			continue;
+		}
+		sp[ns++] = (struct span){ a[k], a[k] + need, k, 1 };
+	}
+	for (unsigned j = 0; j < ns; j++)
+		total += sp[j].end - sp[j].start;
+	buf = malloc(total);
+	got = -1;
+	if (buf) {
+		for (unsigned j = 0; j < ns; j++) {
+			local[j].iov_base = buf + off;
+			local[j].iov_len = sp[j].end - sp[j].start;
+			remote[j].iov_base = (void *)(uintptr_t)sp[j].start;
+			remote[j].iov_len = local[j].iov_len;
+			off += local[j].iov_len;
+		}
+		got = target_readv(c->t->src, c->pid, local, ns, remote, ns);
+	}
+	gone = got < 0 && errno == ESRCH;
+	off = 0;
+	for (unsigned j = 0; j < ns; j++) {
+		for (unsigned k = sp[j].first; k < sp[j].first + sp[j].n; k++) {
+			size_t at = off + (size_t)(a[k] - sp[j].start);
+
+			/* Past what was read (a range ending in an unmapped
+			 * page): that key alone. */
+			uint8_t *dst = b->buf[slot[k]];
+			size_t *have = &b->have[slot[k]];
+
+			if (got >= 0 && at + need <= (size_t)got) {
+				memcpy(dst, buf + at, need);
+				*have = need;
+			} else {
+				*have = gone ? 0 : py_read(c->t, a[k], dst, need) == 0 ? need :
+					least < need && py_read(c->t, a[k], dst, least) == 0 ? least : 0;
+			}
+		}
+		off += sp[j].end - sp[j].start;
+	}
+	free(buf);
+}
+
+/*
+ * Reads the first need bytes of the keys of v from entry *i on (but key
+ * skip), up to STR_BATCH at once, into b; *i is left after them. Returns
+ * how many were read, -1 at the end. A key that cannot be read is passed
+ * over.
+ */
+static long read_keys(const struct pyobj_ctx *c, const struct pyobj_dview *v, uint64_t *i,
+		      size_t need, size_t least, uint64_t skip, struct key_batch *b)
+{
+	uint64_t addr[STR_BATCH], idx[STR_BATCH];
+	unsigned slot[STR_BATCH], m = 0;
+	long n = 0;
+
+	for (; *i < v->nentries && m < STR_BATCH; (*i)++) {
+		uint64_t key = pyobj_ent_key(v, *i);
+
+		if (!key || (key & 7) || key == skip)
+			continue;
+		addr[m] = key;
+		slot[m] = m;
+		idx[m++] = *i;
+	}
+	if (!m)
+		return -1;
+	read_merged(c, addr, slot, m, need, least, b);
+	/* Keep the entry order, the read ones first. */
+	for (unsigned k = 0; k < m; k++) {
+		if (!b->have[k])
+			continue;
+		if ((unsigned)n != k) {
+			memcpy(b->buf[n], b->buf[k], b->have[k]);
+			b->have[n] = b->have[k];
+		}
+		b->idx[n++] = idx[k];
+	}
+	return n;
+}
+
+/* Can str keys be compared by their first need bytes? */
+static int keys_comparable(const struct py_code_offsets *co, size_t n)
+{
+	return n <= KEY_MAX && co->unicode_ascii_size <= HDR_MAX &&
+	       co->unicode_state + 4u <= co->unicode_ascii_size &&
+	       co->unicode_length + 8u <= co->unicode_ascii_size;
+}
+
 /*
  * Index of the entry whose key is the str s, or -1. Keys equal to *hint
  * (a key object known to be s) match at once; otherwise the keys are read,
  * STR_BATCH per system call, and the one found becomes *hint, its type
  * *str_type (an interned key is an exact str).
  */
-static long find_str_from(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
-			  uint64_t from, uint64_t *hint, uint64_t *str_type)
+static long find_str(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
+		     uint64_t *hint, uint64_t *str_type)
 {
 	const struct py_code_offsets *co = &c->t->layout.code;
-	size_t n = strlen(s), need = co->unicode_ascii_size + n;
-	uint8_t buf[STR_BATCH][HDR_MAX + KEY_MAX];
-	struct iovec local[STR_BATCH], remote[STR_BATCH];
-	uint64_t idx[STR_BATCH];
-	uint64_t i = from;
+	size_t n = strlen(s);
+	struct key_batch b;
+	uint64_t i = 0;
+	long got;
 
-	if (n > KEY_MAX || co->unicode_ascii_size > HDR_MAX ||
-	    co->unicode_state + 4u > co->unicode_ascii_size ||
-	    co->unicode_length + 8u > co->unicode_ascii_size)
+	if (!keys_comparable(co, n))
 		return -1;
 	if (hint && *hint)
 		for (uint64_t k = 0; k < v->nentries; k++)
 			if (pyobj_ent_key(v, k) == *hint)
 				return (long)k;
-	while (i < v->nentries) {
-		size_t m = 0;
-		ssize_t got;
-
-		for (; i < v->nentries && m < STR_BATCH; i++) {
-			uint64_t key = pyobj_ent_key(v, i);
-
-			if (!key || (key & 7) || (hint && key == *hint))
-				continue;
-			local[m].iov_base = buf[m];
-			local[m].iov_len = need;
-			remote[m].iov_base = (void *)(uintptr_t)key;
-			remote[m].iov_len = need;
-			idx[m++] = i;
-		}
-		if (!m)
-			break;
-		got = target_readv(c->t->src, c->pid, local, m, remote, m);
-		for (size_t k = 0; k < m; k++) {
-			if (got < (ssize_t)((k + 1) * need)) {
-				/* The read stopped at key k (unreadable): go
-				 * on after it. */
-				i = idx[k] + 1;
-				break;
-			}
-			if (str_matches(c, buf[k], s, n)) {
-				uint64_t key = pyobj_ent_key(v, idx[k]);
+	while ((got = read_keys(c, v, &i, co->unicode_ascii_size + n, co->unicode_ascii_size + n,
+				hint ? *hint : 0, &b)) >= 0) {
+		for (long k = 0; k < got; k++) {
+			if (str_matches(c, b.buf[k], s, n)) {
+				uint64_t key = pyobj_ent_key(v, b.idx[k]);
 
 				if (hint)
 					*hint = key;
 				if (str_type)
 					*str_type = py_read_ptr(c->t, key + co->ob_type);
-				return (long)idx[k];
+				return (long)b.idx[k];
 			}
 		}
 	}
 	return -1;
-}
-
-static long find_str(const struct pyobj_ctx *c, const struct pyobj_dview *v, const char *s,
-		     uint64_t *hint, uint64_t *str_type)
-{
-	return find_str_from(c, v, s, 0, hint, str_type);
 }
 
 /* Value of d[s] for a str key s; 0 when absent. */
@@ -528,44 +665,119 @@ int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, 
 
 /* ---- by target, for other readers (pyasyncio.c) ------------------------ */
 
-uint64_t pyobj_module_find(const struct pyobj_ctx *c, uint64_t modules, const char *module,
-			   struct pyobj_modscan *ms, uint64_t *str_type)
+static const char *const mod_names[PYOBJ_NMODS] = { "threading", "asyncio.tasks" };
+
+const char *pyobj_mod_name(enum pyobj_mod m)
+{
+	return (unsigned)m < PYOBJ_NMODS ? mod_names[m] : "";
+}
+
+/* Compares the keys from entry from on with every name of mod_names; a
+ * match becomes mi->key[]. */
+static void scan_names(const struct pyobj_ctx *c, const struct pyobj_dview *v, uint64_t from,
+		       struct pyobj_modindex *mi)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+	size_t len[PYOBJ_NMODS], most = 0, least = KEY_MAX;
+	struct key_batch b;
+	uint64_t i = from;
+	long got;
+
+	for (int m = 0; m < PYOBJ_NMODS; m++) {
+		len[m] = strlen(mod_names[m]);
+		most = len[m] > most ? len[m] : most;
+		least = len[m] < least ? len[m] : least;
+	}
+	if (!keys_comparable(co, most))
+		return;
+	while ((got = read_keys(c, v, &i, co->unicode_ascii_size + most,
+				co->unicode_ascii_size + least, 0, &b)) >= 0)
+		for (long k = 0; k < got; k++)
+			for (int m = 0; m < PYOBJ_NMODS; m++)
+				if (co->unicode_ascii_size + len[m] <= b.have[k] &&
+				    str_matches(c, b.buf[k], mod_names[m], len[m]))
+					mi->key[m] = pyobj_ent_key(v, b.idx[k]);
+}
+
+uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *h,
+			   enum pyobj_mod m, struct pyobj_modindex *mi, uint64_t *str_type)
 {
 	struct pyobj_dview v;
-	uint64_t val = 0, from = 0;
-	long i;
+	uint64_t val = 0;
 
-	if (pyobj_dict_view(c, modules, &v, NULL))
+	if ((unsigned)m >= PYOBJ_NMODS)
 		return 0;
-	/* The same entries table, not shorter: the keys before ms->done are
-	 * the ones compared then (a resize makes a new table). */
-	if (v.entries == ms->entries && v.nentries >= ms->done)
-		from = ms->done;
-	i = find_str_from(c, &v, module, from, &ms->key, str_type);
-	if (i >= 0) {
-		val = pyobj_ent_value(c, &v, (uint64_t)i);
-	} else {
-		ms->entries = v.entries;
-		ms->done = v.nentries;
+	/* The header this sample's other reader searched with: it saw every
+	 * entry then. */
+	if (mi->viewed && !mi->key[m] && !memcmp(h, &mi->head, sizeof(*h)))
+		return 0;
+	if (head_view(c, h, &v, PREFETCH_BIG))
+		return 0;
+	/* The same entries table, not shorter: the keys before mi->done are
+	 * the ones compared then (a resize makes a new table, whose keys are
+	 * all compared again). */
+	if (v.entries != mi->entries || v.nentries < mi->done) {
+		memset(mi->key, 0, sizeof(mi->key));
+		mi->entries = v.entries;
+		mi->done = 0;
+	}
+	if (v.nentries > mi->done) {
+		scan_names(c, &v, mi->done, mi);
+		mi->done = v.nentries;
+	}
+	mi->viewed = mi->head_ns && !memcmp(h, &mi->head, sizeof(*h));
+	/* Deleted entries have no key: the key found is the module's while
+	 * an entry holds it. */
+	for (uint64_t i = 0; mi->key[m] && i < v.nentries; i++) {
+		if (pyobj_ent_key(&v, i) != mi->key[m])
+			continue;
+		val = pyobj_ent_value(c, &v, i);
+		if (val && str_type)
+			*str_type = py_read_ptr(c->t, mi->key[m] + c->t->layout.code.ob_type);
+		break;
 	}
 	pyobj_dview_free(&v);
 	return val;
 }
 
+uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_modindex *mi,
+		       struct pyobj_dhead *h, uint64_t now_ns)
+{
+	uint64_t modules = mi->modules;
+
+	if (modules && now_ns && mi->head_ns == now_ns) {
+		*h = mi->head;
+		return modules;
+	}
+	mi->head_ns = 0;
+	mi->viewed = 0;
+	if (!modules) {
+		modules = interp ? py_read_ptr(c->t, interp + c->o.interp_modules) : 0;
+		if (!modules || (modules & 7))
+			return 0;
+	}
+	if (pyobj_dict_head(c, modules, h))
+		return 0;
+	mi->modules = modules;
+	mi->head = *h;
+	mi->head_ns = now_ns;
+	return modules;
+}
+
 uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
-			   struct pyobj_modscan *ms, uint64_t interp, const char *module,
+			   struct pyobj_modindex *mi, uint64_t interp, enum pyobj_mod m,
 			   const char *name)
 {
+	struct pyobj_dhead h;
 	struct pyobj_ctx c;
-	uint64_t modules, mod, mdict;
+	uint64_t mod, mdict;
 
 	if (pyobj_ctx_init(&c, t) || !interp)
 		return 0;
-	modules = py_read_ptr(c.t, interp + c.o.interp_modules);
-	if (!modules)
+	if (!pyobj_modules(&c, interp, mi, &h, 0))
 		return 0;
-	seen->dict_type = py_read_ptr(c.t, modules + t->layout.code.ob_type);
-	mod = pyobj_module_find(&c, modules, module, ms, &seen->str_type);
+	seen->dict_type = h.type;
+	mod = pyobj_module_find(&c, &h, m, mi, &seen->str_type);
 	mdict = mod ? py_read_ptr(c.t, mod + c.o.module_dict) : 0;
 	return mdict ? pyobj_dict_get_str(&c, mdict, name, NULL, NULL) : 0;
 }

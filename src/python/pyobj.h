@@ -82,28 +82,54 @@ uint64_t pyobj_instance_attr(const struct pyobj_ctx *c, struct py_seen *seen, ui
 int pyobj_read_short_str(const struct pyobj_ctx *c, const struct py_seen *seen, uint64_t addr,
 			 char *buf, size_t len);
 
-/* A reader's searches of one sys.modules for one module name. A dict's
- * entries are appended to in place until it is resized (into a new
- * entries table), so a search that missed leaves where the next may start:
- * a program that has not imported the module yet costs the keys added
- * since, not all of them each time (a new process's sys.modules grows by
- * dozens in its first second). key: the module's key object once found. */
-struct pyobj_modscan {
-	uint64_t entries;	/* the entries table last searched in full; 0: none */
-	uint64_t done;		/* its first done entries hold no match */
-	uint64_t key;		/* the key object that matched (a hint) */
+/*
+ * The modules readers look for in sys.modules: thread names want
+ * threading, asyncio task labels asyncio.tasks. One scan of the keys
+ * compares each with all of them, so the readers of one interpreter share
+ * it (pythread_modindex()).
+ */
+enum pyobj_mod { PYOBJ_MOD_THREADING, PYOBJ_MOD_ASYNCIO_TASKS, PYOBJ_NMODS };
+/* The name of module m ("threading" ...). */
+const char *pyobj_mod_name(enum pyobj_mod m);
+/* One read of a dict object's header. */
+struct pyobj_dhead {
+	uint64_t type, keys, values;
+	int64_t used;		/* ma_used; -1 when the layout has no such field */
 };
-
-/* sys.modules[module] (modules: the dict), 0 when absent; *str_type as
- * for pyobj_dict_get_str(). */
-uint64_t pyobj_module_find(const struct pyobj_ctx *c, uint64_t modules, const char *module,
-			   struct pyobj_modscan *ms, uint64_t *str_type);
-
+/*
+ * The scans of one sys.modules, zeroed before first use. A dict's entries
+ * are appended to in place until it is resized (into a new entries table),
+ * so a scan leaves where the next may start: a program that has not
+ * imported a module yet costs the keys added since, not all of them each
+ * time (a new process's sys.modules grows by dozens in its first second).
+ */
+struct pyobj_modindex {
+	uint64_t modules;	/* the dict (interp->modules: set once at start-up) */
+	uint64_t entries;	/* the entries table last scanned; 0: none */
+	uint64_t done;		/* its first done entries were compared */
+	uint64_t key[PYOBJ_NMODS];	/* the last key object found equal to each
+					 * name in that table; 0: none */
+	uint64_t head_ns;	/* the sample time head was read at; 0: none */
+	struct pyobj_dhead head;
+	int viewed;		/* a search has seen every entry since head was read */
+};
+/* 0 on success. */
+int pyobj_dict_head(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dhead *h);
+/* The sys.modules dict of the interpreter at interp, its header into *h;
+ * 0 when unreadable. Its address is read once (into mi); its header once
+ * per sample time now_ns (not 0): the readers of one sample share it, and
+ * a search that follows another on it reads nothing. */
+uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_modindex *mi,
+		       struct pyobj_dhead *h, uint64_t now_ns);
+/* sys.modules[module m], 0 when absent, the dict's header h already read;
+ * the found key's type into *str_type (may be NULL). */
+uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *h,
+			   enum pyobj_mod m, struct pyobj_modindex *mi, uint64_t *str_type);
 /* By target, for readers without a context of their own (pyasyncio.c). */
 
 /* sys.modules[module].__dict__[name] of the interpreter at interp, or 0. */
 uint64_t pyobj_module_attr(const struct py_target *t, struct py_seen *seen,
-			   struct pyobj_modscan *ms, uint64_t interp, const char *module,
+			   struct pyobj_modindex *mi, uint64_t interp, enum pyobj_mod m,
 			   const char *name);
 
 /* The live (key, value) pairs of the exact dict at dict, in insertion

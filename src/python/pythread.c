@@ -39,7 +39,7 @@ struct istate {
 	int64_t modules_used;		/* len(sys.modules) at a search that
 					 * did not find threading; 0: none */
 	struct py_seen seen;		/* its exact dict and str types */
-	struct pyobj_modscan threading;	/* the searches for it */
+	struct pyobj_modindex mods;	/* sys.modules' scans, for asyncio too */
 	uint64_t name_key;		/* a "_name" key object seen */
 	uint64_t snap_ns;		/* when snap was read; 0: never */
 	size_t nsnap;
@@ -48,27 +48,26 @@ struct istate {
 
 /* ---- threading._active ---------------------------------------------- */
 
-/* Finds sys.modules["threading"]._active of is->key.interp. */
-static int find_active(const struct pyobj_ctx *c, struct istate *is)
+/* Finds sys.modules["threading"]._active of is->key.interp (sample time
+ * now). */
+static int find_active(const struct pyobj_ctx *c, struct istate *is, uint64_t now)
 {
 	const struct py_object_offsets *o = &c->o;
 	uint64_t modules, mod, mdict, active;
+	struct pyobj_dhead h;
 
-	int64_t used = 0;
-
-	modules = py_read_ptr(c->t, is->key.interp + o->interp_modules);
+	modules = pyobj_modules(c, is->key.interp, &is->mods, &h, now);
 	if (!modules)
 		return -1;
 	/* A program that has not imported threading (most single-threaded
 	 * ones) is searched again only once sys.modules has grown or shrunk:
 	 * the search reads every key of it, each second of samples. */
-	if (o->dict_used != NO16 &&
-	    (py_read(c->t, modules + o->dict_used, &used, sizeof(used)) || used == is->modules_used))
+	if (h.used >= 0 && h.used == is->modules_used)
 		return -1;
-	is->seen.dict_type = py_read_ptr(c->t, modules + c->t->layout.code.ob_type);
-	mod = pyobj_module_find(c, modules, "threading", &is->threading, &is->seen.str_type);
+	is->seen.dict_type = h.type;
+	mod = pyobj_module_find(c, &h, PYOBJ_MOD_THREADING, &is->mods, &is->seen.str_type);
 	if (!mod) {
-		is->modules_used = used;
+		is->modules_used = h.used;
 		return -1;
 	}
 	mdict = py_read_ptr(c->t, mod + o->module_dict);
@@ -169,7 +168,7 @@ static int lookup(const struct pyobj_ctx *c, struct istate *is, uint64_t ident, 
 			return -1;
 		is->retry_ns = now + PYTHREAD_TTL_NS;
 		(*resolves)++;
-		if (find_active(c, is))
+		if (find_active(c, is, now))
 			return -1;
 		is->snap_ns = 0;
 	}
@@ -201,6 +200,7 @@ struct tentry {
 	int ok;				/* name is valid */
 	uint64_t start_time;
 	uint64_t tstate;
+	uint64_t interp, ident;		/* read with name; interp 0: not read */
 	uint64_t time_ns;		/* when it was read */
 	uint32_t age;
 	char name[PYTHREAD_NAME_MAX];
@@ -294,8 +294,11 @@ static void refresh(struct pythread_cache *c, const struct py_target *t, struct 
 	c->st.lookups++;
 	e->ok = 0;
 	e->time_ns = now;
+	e->interp = 0;
 	if (pyobj_ctx_init(&x, t) || read_tstate(&x, e->tstate, &interp, &ident))
 		goto fail;
+	e->interp = interp;
+	e->ident = ident;
 	is = istate_get(c, t, interp);
 	if (lookup(&x, is, ident, now, e->name, sizeof(e->name), &c->st.resolves) == 0 &&
 	    e->name[0]) {
@@ -304,6 +307,30 @@ static void refresh(struct pythread_cache *c, const struct py_target *t, struct 
 	}
 fail:
 	c->st.failures++;
+}
+
+static struct tentry *entry_set(const struct pythread_cache *c, const struct py_target *t,
+			       uint64_t tstate)
+{
+	return &c->e[(hash64(tstate ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+}
+
+int pythread_cache_ident(struct pythread_cache *c, const struct py_target *t, uint64_t tstate,
+			 uint64_t now_ns, uint64_t *interp, uint64_t *ident)
+{
+	struct tentry *set = entry_set(c, t, tstate);
+
+	for (int i = 0; tstate && t->pid && i < WAYS; i++) {
+		const struct tentry *e = &set[i];
+
+		if (e->pid == t->pid && e->tstate == tstate && e->start_time == t->start_time &&
+		    e->interp && e->time_ns == (now_ns ? now_ns : 1)) {
+			*interp = e->interp;
+			*ident = e->ident;
+			return 0;
+		}
+	}
+	return pythread_tstate_ident(t, tstate, interp, ident);
 }
 
 const char *pythread_cache_name(struct pythread_cache *c, const struct py_target *t,
@@ -315,7 +342,7 @@ const char *pythread_cache_name(struct pythread_cache *c, const struct py_target
 		return NULL;
 	if (!now_ns)
 		now_ns = 1;
-	set = &c->e[(hash64(tstate ^ (uint64_t)t->pid << 48) & (c->nsets - 1)) * WAYS];
+	set = entry_set(c, t, tstate);
 	victim = &set[0];
 	c->clock++;
 	for (int i = 0; i < WAYS; i++) {
@@ -342,6 +369,12 @@ const char *pythread_cache_name(struct pythread_cache *c, const struct py_target
 	victim->age = c->clock;
 	refresh(c, t, victim, now_ns);
 	return victim->ok ? victim->name : NULL;
+}
+
+struct pyobj_modindex *pythread_modindex(struct pythread_cache *c, const struct py_target *t,
+					 uint64_t interp)
+{
+	return t->pid && interp ? &istate_get(c, t, interp)->mods : NULL;
 }
 
 /* ---- the GIL --------------------------------------------------------- */

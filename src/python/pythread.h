@@ -48,6 +48,17 @@ void pythread_cache_free(struct pythread_cache *c);
 const char *pythread_cache_name(struct pythread_cache *c, const struct py_target *t,
 				uint64_t tstate, uint64_t now_ns);
 
+/* The scans of sys.modules of t's interpreter at interp, kept with its
+ * thread names, for the other readers of its modules (pyasyncio.c): one
+ * scan finds threading and asyncio.tasks. NULL when pid or interp is 0.
+ * Valid until the next call on c. */
+struct pyobj_modindex;
+struct pyobj_modindex *pythread_modindex(struct pythread_cache *c, const struct py_target *t,
+					 uint64_t interp);
+/* pythread_tstate_ident() (below), with no read when c read them for
+ * tstate at now_ns (pythread_cache_name() at the same sample). */
+int pythread_cache_ident(struct pythread_cache *c, const struct py_target *t, uint64_t tstate,
+			 uint64_t now_ns, uint64_t *interp, uint64_t *ident);
 /* Forgets a process (it exited or exec'd). */
 void pythread_forget_pid(struct pythread_cache *c, int pid);
 void pythread_get_stats(const struct pythread_cache *c, struct pythread_stats *st);
