@@ -771,7 +771,7 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, _
  * (wake_if_due), and user space takes it at its time_ns: the exec's
  * wake-up and the first try's timer are one, the fork's goes. Before a
  * new process every 0.3 s cost three wake-ups, ~30-50 us each. */
-#define FORK_DUE_NS	2000000ull	/* FORK_WAIT_NS */
+#define FORK_DUE_NS	20000000ull	/* FORK_WAIT_NS */
 #define EXEC_DUE_NS	5000000ull	/* PENDING_FIRST_NS */
 __u64 wake_due_ns;	/* racy across CPUs: at worst a wake-up more */
 __u32 wake_due_pid;	/* whose event set it: its exec may put it later */

@@ -44,9 +44,11 @@ struct pending {
 /* A target's fork child is attached (copied from its parent) this long
  * after the event, unless it exec'd first: a program that runs
  * subprocesses forks to exec at once, and copying and dropping each
- * child cost ~20 system calls. A child that stays a copy
- * (multiprocessing's fork start method) loses 2 ms of samples. */
-#define FORK_WAIT_NS		2000000LL
+ * child cost ~20 system calls. At 2 ms, half of a Python spawner's
+ * children on a busy 2-CPU host were copied before their exec (the child
+ * waits for a CPU): 20 ms. A child that stays a copy (multiprocessing's
+ * fork start method) loses its first 20 ms, 2 samples at 99 Hz. */
+#define FORK_WAIT_NS		20000000LL
 
 /* A process that exec'd or mapped a libpython is tried this long after
  * (its loader maps the interpreter's libraries in a millisecond or two,
