@@ -28,6 +28,12 @@ expect() {
 py27=${PYENV_ROOT:-/root/.pyenv}/versions/2.7.18/bin/python2.7
 if [ -x "$py27" ]; then
 	"$py27" -c 'import time; time.sleep(30)' & pids="$pids $!"
+	# Refused for its version only once its libpython is mapped (before,
+	# it is no CPython process yet): wait for the loader, at most 5 s.
+	for _ in $(seq 50); do
+		grep -q libpython2.7 /proc/$!/maps 2>/dev/null && break
+		sleep 0.1
+	done
 	sleep 0.3
 	expect python2.7 'runs Python 2\.7\.18 .*does not support' -- --pid $! -d 500 -o /tmp/x.pb.gz
 else
