@@ -188,10 +188,11 @@ __noinline int mark_entry(struct py_sample *s, __u32 n, int compact)
 /* Closes the next eval-loop group with the anchor at addr (bpf/pyperf.h).
  * The count lives in s, not in the walk's context: a field more there
  * kept the verifier from pruning the walk's states. Global for the same
- * reason as above. A PY_ANCHOR_LAZY anchor is counted, not stored: the
- * native walk reads it from the one before (next_anchor), and the lazy
- * ones all follow the stored ones (na_real), so neither walk writes a
- * line of anchors[] for them (~12 a sample on black). */
+ * reason as above. A PY_ANCHOR_LAZY anchor is counted, not stored
+ * (walk_step counts them inline): the native walk reads it from the one
+ * before (next_anchor), and the lazy ones all follow the stored ones
+ * (na_real), so neither walk writes a line of anchors[] for them (~11 a
+ * sample on black). */
 __noinline int put_anchor(struct py_sample *s, __u64 addr)
 {
 	__u32 k;
