@@ -492,60 +492,64 @@ static __always_inline int held_word(const struct nregs *r, __u64 addr, __u64 *v
 	return 0;
 }
 
-/* Anchor j, read if the walk left it PY_ANCHOR_LAZY (entry_anchor): the
- * _PyCFrame the one of anchor j - 1 links to, 0 if unreadable (an anchor
- * in no frame, as a failed read always gave). Global: inlined, clang
- * hoisted the index's bound out of anchor_tag's loop. */
-__noinline __u64 resolve_anchor(struct py_sample *s, const struct nregs *r, __u32 j)
+/* Anchor j, given anchor j - 1 as read (prev): the one the Python walk
+ * put, else (left PY_ANCHOR_LAZY, entry_anchor) the _PyCFrame prev links
+ * to, 0 if unreadable (an anchor in no frame, as a failed read always
+ * gave). Nothing is stored: each is wanted once, in order. Inlined: a
+ * call of its own cost ~25 % of a tag (a second call, spills). */
+static __always_inline __u64 next_anchor(const struct py_sample *s, const struct nregs *r,
+					 __u32 j, __u64 prev)
 {
-	__u64 prev, v = 0;
+	__u32 k = j & (PY_ANCHORS_MAX - 1);
+	__u64 v = 0;
 
-	if (!s || !r || j >= PY_ANCHORS_MAX)
+	/* k as computed: clang otherwise indexes by j, unbounded to the
+	 * verifier, once j < PY_ANCHORS_MAX is known. */
+	asm volatile("" : "+r"(k));
+	if (!s || !r)
 		return 0;
-	v = s->anchors[j & (PY_ANCHORS_MAX - 1)];
-	if (j == 0)
-		return v;
-	if (v != PY_ANCHOR_LAZY)
-		return v;
-	prev = s->anchors[(j - 1) & (PY_ANCHORS_MAX - 1)];
-	v = 0;
+	if (j < s->na_real && j < PY_ANCHORS_MAX)
+		return s->anchors[k];
 	if (prev && prev != PY_ANCHOR_LAZY && held_word(r, prev + s->anchor_link, &v))
 		v = 0;
-	s->anchors[j & (PY_ANCHORS_MAX - 1)] = v;
-	return v;
+	return prev ? v : 0;
 }
 
 /* The tag for the pc of a native frame spanning [lo, hi) of the stack:
- * PY_PC_EVAL and the anchor it holds, or 0 (py_anchor_match over s's
- * anchors; s->anchor_next is where the last match left off). A lazy
- * anchor is read after the match before it, where its link lies in the
- * frame just matched, which the stack window holds; the ones the match
- * looks at are read first (anchors in no frame, rare). Global: verified
- * once, not once per path through the walk's bpf_loop callback (inlined,
- * it went past the verifier's limit). */
+ * PY_PC_EVAL and the anchor it holds, or 0: py_anchor_match's steps
+ * (bpf/pyperf.h) on the anchors as next_anchor reads them, from
+ * s->anchor_next (where the last match left off) and s->anchor_want
+ * (that anchor, read). A lazy anchor is read after the match before it,
+ * where its link lies in the frame just matched, which the stack window
+ * holds. Called only for a frame reaching the wanted anchor. Global:
+ * verified once, not once per path through the walk's bpf_loop callback
+ * (inlined, it went past the verifier's limit). */
 __noinline __u64 anchor_tag(struct py_sample *s, const struct nregs *r, __u64 lo, __u64 hi)
 {
-	__u32 next, na;
-	int g;
+	__u32 next, na, g;
+	__u64 want;
 
 	if (!s || !r)
 		return 0;
 	next = s->anchor_next;
+	want = s->anchor_want;
 	na = s->na < PY_ANCHORS_MAX ? s->na : PY_ANCHORS_MAX;
-	if (next >= na) {
-		s->anchor_want = ~0ULL;
+	/* Past at most PY_ANCHOR_SKIPS anchors in no frame (below lo). */
+	for (int k = 0; k < PY_ANCHOR_SKIPS; k++) {
+		if (next >= na || want >= lo)
+			break;
+		next++;
+		want = next < na ? next_anchor(s, r, next, want) : ~0ULL;
+	}
+	if (next >= na || want < lo || want >= hi) {
+		s->anchor_next = next;
+		s->anchor_want = next < na ? want : ~0ULL;
 		return 0;
 	}
-	if (s->anchors[next & (PY_ANCHORS_MAX - 1)] < lo) {
-		for (int k = 0; k <= PY_ANCHOR_SKIPS; k++) {
-			if (next + k >= na || resolve_anchor(s, r, next + k) >= lo)
-				break;
-		}
-	}
-	g = py_anchor_match(s->anchors, s->na, &next, lo, hi);
+	g = next++;
 	s->anchor_next = next;
-	s->anchor_want = next < na ? resolve_anchor(s, r, next) : ~0ULL;
-	return g < 0 ? 0 : PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT;
+	s->anchor_want = next < na ? next_anchor(s, r, next, want) : ~0ULL;
+	return PY_PC_EVAL | (__u64)g << PY_PC_GROUP_SHIFT;
 }
 
 static long nwalk_step(__u32 i, struct nwalk *w)

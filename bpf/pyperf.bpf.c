@@ -384,7 +384,7 @@ fail:
 	return 0;
 }
 
-/* No stack window: resolve_anchor reads each. */
+/* No stack window: next_anchor reads each lazy one. */
 struct resolve_ctx {
 	struct py_sample *s;
 	struct nregs none;
@@ -392,7 +392,9 @@ struct resolve_ctx {
 
 static long resolve_one(__u32 i, struct resolve_ctx *c)
 {
-	resolve_anchor(c->s, &c->none, i);
+	__u64 prev = i ? c->s->anchors[(i - 1) & (PY_ANCHORS_MAX - 1)] : 0;
+
+	c->s->anchors[i & (PY_ANCHORS_MAX - 1)] = next_anchor(c->s, &c->none, i, prev);
 	return 0;
 }
 
@@ -512,6 +514,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->h.nframes = 0;
 	s->h.nkframes = 0;
 	s->na = 0;
+	s->na_real = 0;
 	s->anchor_next = 0;
 	s->ntask = 0;
 	s->task_hits = 0;

@@ -576,7 +576,7 @@ struct py_sample {
 	__u32 task_hits;	/* how many the walk matched */
 	__u32 task_at;		/* frame index of the match */
 	__u32 task_which;	/* its candidate */
-	__u32 _pad;
+	__u32 na_real;		/* anchors[0, na_real) put; the rest PY_ANCHOR_LAZY */
 	/* anchors[anchor_next], read: the native walk looks for it only in a
 	 * frame reaching it (~0ULL: none left) */
 	__u64 anchor_want;

@@ -188,7 +188,11 @@ __noinline int mark_entry(struct py_sample *s, __u32 n, int compact)
 /* Closes the next eval-loop group with the anchor at addr (bpf/pyperf.h).
  * The count lives in s, not in the walk's context: a field more there
  * kept the verifier from pruning the walk's states. Global for the same
- * reason as above. */
+ * reason as above. A PY_ANCHOR_LAZY anchor is counted, not stored
+ * (walk_step counts them inline): the native walk reads it from the one
+ * before (next_anchor), and the lazy ones all follow the stored ones
+ * (na_real), so neither walk writes a line of anchors[] for them (~11 a
+ * sample on black). */
 __noinline int put_anchor(struct py_sample *s, __u64 addr)
 {
 	__u32 k;
@@ -196,16 +200,19 @@ __noinline int put_anchor(struct py_sample *s, __u64 addr)
 	if (!s)
 		return 0;
 	k = s->na;
+	s->na = k + 1;
+	if (addr == PY_ANCHOR_LAZY)
+		return 0;
 	if (k < PY_ANCHORS_MAX)
 		s->anchors[k & (PY_ANCHORS_MAX - 1)] = addr;
-	s->na = k + 1;
+	s->na_real = k + 1;
 	return 0;
 }
 
 /* An entry frame was just kept. PY_ENTRY_FLAG: it closes group *na, whose
  * anchor is cf, and the next anchor is the _PyCFrame after cf in the
  * chain: PY_ANCHOR_LAZY, returned, for the native walk to read where its
- * stack window holds cf (resolve_anchor, native_unwind.bpf.h) rather than
+ * stack window holds cf (next_anchor, native_unwind.bpf.h) rather than
  * by a read of its own here (~0.1 us an entry frame: a generator-deep
  * program such as black has ~10). Else returns cf. */
 __noinline __u64 entry_anchor(const struct py_walk_offsets *off, struct py_sample *s, __u64 cf)
@@ -356,8 +363,15 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 		/* No call where no task runs (a program without asyncio). */
 		if (c->s->ntask)
 			match_task(c->s, addr, n);
-		if (r.flags & FRAME_F_ENTRY)
-			c->cframe = entry_anchor(off, c->s, c->cframe);
+		/* Anchors: 3.11's entry frames (3.12+'s are shims, <= 3.10
+		 * has none). After the first, one more lazy anchor to count
+		 * (put_anchor): no call (~11 a sample on black). */
+		if ((r.flags & FRAME_F_ENTRY) && off->entry_kind == PY_ENTRY_FLAG) {
+			if (c->cframe == PY_ANCHOR_LAZY)
+				c->s->na++;
+			else
+				c->cframe = entry_anchor(off, c->s, c->cframe);
+		}
 		c->n = n + 1;
 	}
 	return 0;

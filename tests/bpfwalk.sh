@@ -81,7 +81,8 @@ thread state|pywalk.bpf.h|*|s/^\treturn v == ident;/\treturn v == ident + 1;/
 first frame by cframe (3.11-3.12)|pywalk.bpf.h|py31[12]-*|s/if (read_ptr(\&f, f + off->cframe_current_frame)) {/if (read_ptr(\&f, f + off->cframe_current_frame + 8)) {/
 cframe anchor (3.11)|native_unwind.bpf.h|py311-*|s/held_word(r, prev + s->anchor_link, \&v)/held_word(r, prev + s->anchor_link + 8, \&v)/
 cframe anchor from the stack window (3.11)|native_unwind.bpf.h|py311-*|s/\*v = \*(__u64 \*)(b->b + (off \& (PY_STACK_WIN - 1)));/*v = *(__u64 *)(b->b + ((off + 8) \& (PY_STACK_WIN - 1)));/
-next anchor wanted|native_unwind.bpf.h|*|s/s->anchor_want = next < na ? resolve_anchor(s, r, next) : ~0ULL;/s->anchor_want = ~0ULL;/
+next anchor wanted|native_unwind.bpf.h|*|s/s->anchor_want = next < na ? next_anchor(s, r, next, want) : ~0ULL;/s->anchor_want = ~0ULL;/
+stored anchors (3.11: the lazy ones follow)|pywalk.bpf.h|py311-*|s/^\ts->na_real = k + 1;/\ts->na_real = k + 2;/
 shim anchor (3.12+)|pywalk.bpf.h|py31[2-5]-*|s/^\t\tput_anchor(c->s, addr);/\t\tput_anchor(c->s, f.back);/
 entry flag|pyperf.h|py311-*|s/off->entry_kind == PY_ENTRY_FLAG \&\& f->is_entry/off->entry_kind == PY_ENTRY_FLAG \&\& !f->is_entry/
 shim owner|pyperf.h|py31[2-5]-*|s/f->owner >= off->owner_shim/f->owner > off->owner_shim/
