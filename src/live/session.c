@@ -365,15 +365,20 @@ static const struct batch_rec *batch_next(const struct rec_batch *b, size_t *o)
 }
 
 
-/* The session time record data was taken at (its time_ns), or now if
- * it says no earlier time: a batch is held HOLD_NS from its first
- * record's sample, not from when the reader came by. */
+/* The session time of a BPF clock reading (bpf_ktime_get_ns), or now if
+ * it says no earlier time. */
+static int64_t session_time(const struct session *s, uint64_t mono, int64_t now)
+{
+	int64_t t = (int64_t)(mono - s->start_mono);
+
+	return mono >= s->start_mono && t < now ? t : now;
+}
+
+/* The session time record data was taken at: a batch is held HOLD_NS
+ * from its first record's sample, not from when the reader came by. */
 static int64_t taken_at(const struct session *s, const void *data, int64_t now)
 {
-	const struct py_sample_hdr *h = data;
-	int64_t t = (int64_t)(h->time_ns - s->start_mono);
-
-	return h->time_ns >= s->start_mono && t < now ? t : now;
+	return session_time(s, ((const struct py_sample_hdr *)data)->time_ns, now);
 }
 
 /* Is t one of the batch's prompt targets? */
@@ -650,15 +655,14 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct py_proc_event *e = data;
-	int64_t now = elapsed_ns(s), at;
+	int64_t at;
 
 	if (size < sizeof(*e))
 		return 0;
 	/* The event's own time: one read when its wake-up was due (a fork
 	 * or exec a few ms ago, pyperf.bpf.c: event_wake) is late, and what
 	 * it starts (the first try of an exec'd interpreter) may be due now. */
-	at = e->time_ns >= s->start_mono && (int64_t)(e->time_ns - s->start_mono) < now ?
-	     (int64_t)(e->time_ns - s->start_mono) : now;
+	at = session_time(s, e->time_ns, elapsed_ns(s));
 	/* A target that exec'd becomes another program under the same pid,
 	 * to be attached anew: its records so far are added first, in the
 	 * order the pipeline (and a recording) saw them. Other events leave

@@ -90,6 +90,8 @@ struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeli
 	k->tasks = pyasyncio_cache_new(PIPELINE_TASKCACHE);
 	if (!k->prof || !k->syms || !k->threads || !k->tasks)
 		goto fail;
+	/* One scan of a process's sys.modules serves both caches. */
+	pyasyncio_cache_share(k->tasks, k->threads);
 	if (c->async_stacks && !(k->awaits = pyawait_cache_new(PIPELINE_AWAITCACHE)))
 		goto fail;
 	k->ksym = io->ksym;

@@ -1013,9 +1013,6 @@ static const char *task_label(struct sample_sink *k, const struct py_target *t,
 	const char *label;
 
 	*task = 0;
-	/* One scan of a process's sys.modules serves both caches (pipeline.c
-	 * makes them apart). */
-	pyasyncio_cache_share(k->tasks, k->threads);
 	if (!(s->h.flags & SAMPLE_F_TASK))
 		return pyasyncio_cache_task_at(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
 					       s->h.nframes, s->h.time_ns, task);
