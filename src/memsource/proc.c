@@ -13,6 +13,8 @@
 
 #define MAPS_MAX_BYTES	(64u << 20)	/* a sane process has far less */
 #define MAPS_MAX_LINES	1000000
+#define STAT_FIELDS	49		/* the last field of /proc/PID/stat parsed */
+#define ARGS_MAX	4096		/* an argument area read from memory */
 
 /* A number in base 16 or 10 at *p (before end), and *p past it; -1 if
  * there is no digit or it overflows 64 bits. */
@@ -181,7 +183,7 @@ static int stat_field(const char **p, const char *end, unsigned long long *v)
 
 int proc_stat_parse(const char *buf, struct proc_stat *ps)
 {
-	unsigned long long v[20];
+	unsigned long long v[STAT_FIELDS - 3];
 	const char *lp, *rp, *p, *end = buf + strlen(buf);
 	size_t len;
 
@@ -196,6 +198,17 @@ int proc_stat_parse(const char *buf, struct proc_stat *ps)
 	for (int i = 4; i <= 22; i++)
 		if (stat_field(&p, end, &v[i - 4]))
 			return -1;
+	/* The argument area (fields 48 and 49, Linux 3.5 on) is optional:
+	 * 0 when absent, and the kernel shows 0 to a reader it refuses. */
+	ps->arg_start = ps->arg_end = 0;
+	for (int i = 23; i <= STAT_FIELDS; i++) {
+		if (stat_field(&p, end, &v[i - 4]))
+			break;
+		if (i == STAT_FIELDS) {
+			ps->arg_start = v[48 - 4];
+			ps->arg_end = v[49 - 4];
+		}
+	}
 	len = (size_t)(rp - lp - 1);
 	if (len >= sizeof(ps->comm))
 		len = sizeof(ps->comm) - 1;
@@ -232,6 +245,18 @@ uint64_t proc_start_time(pid_t pid)
 	return proc_stat(pid, &ps) ? 0 : ps.start_time;
 }
 
+/* The n bytes of a command line as /proc/PID/cmdline gives them, into
+ * buf: arguments are NUL-separated; shown space-separated. */
+static void cmdline_format(char *text, size_t n, char *buf, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (text[i] == '\0' || text[i] == '\n')
+			text[i] = ' ';
+	while (n && text[n - 1] == ' ')
+		n--;
+	snprintf(buf, len, "%.*s", (int)n, text);
+}
+
 int proc_cmdline(const struct target_src *src, pid_t pid, char *buf, size_t len)
 {
 	char path[64];
@@ -244,14 +269,27 @@ int proc_cmdline(const struct target_src *src, pid_t pid, char *buf, size_t len)
 		free(text);
 		return -1;
 	}
-	/* Arguments are NUL-separated; show them space-separated. */
-	for (size_t i = 0; i < n; i++)
-		if (text[i] == '\0' || text[i] == '\n')
-			text[i] = ' ';
-	while (n && text[n - 1] == ' ')
-		n--;
-	snprintf(buf, len, "%.*s", (int)n, text);
+	cmdline_format(text, n, buf, len);
 	free(text);
+	return 0;
+}
+
+/* The area holds what /proc/PID/cmdline would give if it lies in the
+ * stack mapping of maps (so in the address space those maps describe: an
+ * exec since the stat was read put it elsewhere) and ends with a NUL (else
+ * setproctitle(3) wrote over it, which the file reads its own way). */
+int proc_cmdline_stat(const struct target_src *src, pid_t pid, const struct proc_stat *ps,
+		      const struct proc_maps *maps, char *buf, size_t len)
+{
+	const struct proc_map *m = ps ? proc_maps_find(maps, ps->arg_start) : NULL;
+	size_t n = ps ? (size_t)(ps->arg_end - ps->arg_start) : 0;
+	char text[ARGS_MAX];
+
+	if (!m || strcmp(m->path, "[stack]") || ps->arg_end <= ps->arg_start ||
+	    ps->arg_end > m->end || n > sizeof(text) || !len ||
+	    target_read(src, pid, ps->arg_start, text, n) || text[n - 1] != '\0')
+		return proc_cmdline(src, pid, buf, len);
+	cmdline_format(text, n, buf, len);
 	return 0;
 }
 

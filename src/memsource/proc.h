@@ -35,6 +35,7 @@ struct proc_stat {
 	uint64_t start_time;	/* clock ticks since boot */
 	char comm[16];
 	char state;		/* 'R', 'S', ... 'Z' (zombie), 'X' (dead) */
+	uint64_t arg_start, arg_end;	/* its argument area; 0: not shown */
 };
 
 /* A zombie or dead process: its memory is gone, it can never be a target. */
@@ -50,6 +51,12 @@ int proc_stat(pid_t pid, struct proc_stat *ps);
 int proc_stat_parse(const char *text, struct proc_stat *ps);
 /* The command line, space-separated, truncated to len - 1 bytes. */
 int proc_cmdline(const struct target_src *src, pid_t pid, char *buf, size_t len);
+/* The same from its argument area in memory (ps, as read a moment ago),
+ * if it lies in the stack mapping of maps (pid's maps as read since ps):
+ * one read of memory, not an open and reads of a /proc file. Else, or if
+ * the area is not as the kernel left it, from /proc/PID/cmdline. */
+int proc_cmdline_stat(const struct target_src *src, pid_t pid, const struct proc_stat *ps,
+		      const struct proc_maps *maps, char *buf, size_t len);
 /* The short container id from /proc/PID/cgroup; -1 when there is none. */
 int proc_container_id(const struct target_src *src, pid_t pid, char *buf, size_t len);
 /* The same from the text of a cgroup file; pure, for tests. */

@@ -414,9 +414,10 @@ static const char *own_container_id(const struct target_src *src)
  * ours, known without reading its /proc/PID/cgroup (a new process's
  * costliest /proc file after its maps; a container has a root of its
  * own). */
-static void describe_process(const struct target_src *src, pid_t pid, struct py_target *t)
+static void describe_process(const struct target_src *src, pid_t pid, const struct proc_stat *ps,
+			     const struct oc_proc *p, struct py_target *t)
 {
-	proc_cmdline(src, pid, t->cmdline, sizeof(t->cmdline));
+	proc_cmdline_stat(src, pid, ps, &p->maps, t->cmdline, sizeof(t->cmdline));
 	proc_root_read(pid, &t->root);
 	if (t->root.kind == PROC_ROOT_OURS)
 		snprintf(t->container_id, sizeof(t->container_id), "%s", own_container_id(src));
@@ -472,7 +473,7 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	}
 	snprintf(t->module, sizeof(t->module), "%s", c.map.path);
 	c.map.path = t->module;
-	describe_process(src, pid, t);
+	describe_process(src, pid, ps, p, t);
 	proc_root_note(&t->root, note, sizeof(note));
 	if (detect_version(pid, &c, t)) {
 		snprintf(err, errlen, "pid %d (%s): cannot tell the Python version of %s%s",

@@ -1,10 +1,14 @@
-/* Unit tests of the pure /proc parsers: maps lines and container ids. */
+/* Unit tests of the /proc parsers: maps lines, stat, container ids; the
+ * command line read two ways from our own process. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "proc.h"
 #include "proc_root.h"
+#include "target_src.h"
 
 static void test_maps(void)
 {
@@ -103,6 +107,12 @@ static void test_stat(void)
 				   "16781312 2 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
 	static const char odd[] = "7 (a) b (c) S 5 7 7 0 -1 4194560 0 0 0 0 0 0 0 0 -2 -5 1 0 "
 				  "99 0 0\n";
+	static const char full[] = "12014 (cat) R 12009 12009 20757 0 -1 4194304 98 0 0 0 0 0 0 0 "
+				   "20 0 1 0 4184657 3133440 387 18446744073709551615 "
+				   "94688823767040 94688823786921 140732784042576 0 0 0 0 0 0 0 0 "
+				   "0 17 1 0 0 0 0 0 94688823802928 94688823804544 94689480081408 "
+				   "140732784048772 140732784048792 140732784048792 "
+				   "140732784050155 0\n";
 	struct proc_stat ps;
 
 	check(proc_stat_parse(line, &ps) == 0 && ps.ppid == 1 && ps.num_threads == 3 &&
@@ -114,8 +124,36 @@ static void test_stat(void)
 	check(proc_stat_parse("9 (python3) Z 1 0 0 0 -1 4227084 0 0 0 0 0 0 0 0 20 0 1 0 "
 			      "77 0 0\n", &ps) == 0 && ps.state == 'Z' && proc_stat_gone(&ps),
 	      "stat: a zombie is gone");
+	check(ps.arg_start == 0 && ps.arg_end == 0, "stat: no argument area in a short line");
+	check(proc_stat_parse(full, &ps) == 0 && ps.start_time == 4184657 &&
+	      ps.arg_start == 140732784048772ull && ps.arg_end == 140732784048792ull,
+	      "stat: the argument area, fields 48 and 49");
 	check(proc_stat_parse("7 (x) S 5 7 7 0 -1 0 0\n", &ps) == -1 &&
 	      proc_stat_parse("7 x S 5\n", &ps) == -1, "stat: truncated text refused");
+}
+
+/* Our own command line read from memory is the kernel's; an area
+ * outside the stack mapping is read from the file instead. */
+static void test_cmdline(void)
+{
+	char want[96] = "", got[96] = "", moved[96] = "";
+	struct proc_maps maps;
+	struct proc_stat ps;
+	int ok = proc_stat(getpid(), &ps) == 0 &&
+		 proc_maps_read(target_src_live(), getpid(), &maps) == 0;
+
+	check(ok && ps.arg_start && ps.arg_end > ps.arg_start, "cmdline: stat shows the area");
+	if (!ok)
+		return;
+	check(proc_cmdline(target_src_live(), getpid(), want, sizeof(want)) == 0 &&
+	      proc_cmdline_stat(target_src_live(), getpid(), &ps, &maps, got, sizeof(got)) == 0 &&
+	      want[0] && strcmp(want, got) == 0, "cmdline: from memory as from the file");
+	ps.arg_start = ps.arg_end = (uint64_t)(uintptr_t)&test_cmdline;
+	ps.arg_end += 8;
+	check(proc_cmdline_stat(target_src_live(), getpid(), &ps, &maps, moved,
+				sizeof(moved)) == 0 && strcmp(want, moved) == 0,
+	      "cmdline: an area off the stack is read from the file");
+	proc_maps_free(&maps);
 }
 
 static void test_syscall(void)
@@ -137,6 +175,7 @@ int main(void)
 {
 	test_syscall();
 	test_stat();
+	test_cmdline();
 	test_maps();
 	test_container_id();
 	test_strip_root();
