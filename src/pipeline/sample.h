@@ -88,6 +88,29 @@ struct native_memo {
 	int32_t gap;		/* symgap slot counted, -1: none */
 	uint64_t loc;
 };
+/* A native pc's symbol by file: the object cache entry's serial and the
+ * file offset looked up (nsym_result), the same in every process that
+ * maps the file. */
+#define FILE_MEMO 4096		/* direct-mapped, overwritten on collision */
+struct file_memo {
+	uint64_t object;	/* 0: empty */
+	uint64_t offset;
+	uint64_t file_vaddr;
+	const char *name;	/* NULL: NSYM_NO_SYMBOL; in the object's table */
+	uint64_t prof, fid;	/* name's function in profile prof */
+};
+/* A mapping of a process (one maps read) seen by a target: its pprof
+ * mapping in profile prof, whether it is the target's interpreter file,
+ * and its symbol-gap slot. */
+#define MAP_MEMO 1024		/* direct-mapped, overwritten on collision */
+struct map_memo {
+	uint64_t maps_gen;	/* 0: empty */
+	uint64_t start;
+	const struct py_target *t;
+	uint64_t prof, mid;
+	int32_t gap;		/* symgap slot, -1: none */
+	uint8_t in_interp;
+};
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
 /* Wall mode: a thread's stack when it left the CPU, waiting for its return.
@@ -163,6 +186,8 @@ struct sample_sink {
 	struct loc_memo memo[LOC_MEMO];
 	struct hide_memo hmemo[HIDE_MEMO];
 	struct native_memo nmemo[NATIVE_MEMO];
+	struct file_memo fmemo[FILE_MEMO];
+	struct map_memo mmemo[MAP_MEMO];
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target
