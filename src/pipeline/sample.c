@@ -21,7 +21,9 @@ static uint64_t synthetic(struct sample_sink *k, const char *name)
 }
 
 /* Python frames belong to the interpreter binary: one mapping per target
- * marked as already symbolized, so pprof neither warns nor re-symbolizes. */
+ * marked as already symbolized, so pprof neither warns nor re-symbolizes.
+ * Asked for on every sample: memoized per target and profile, the module
+ * compared, as interning it costs a hash of the path and two searches. */
 static uint64_t interpreter_mapping(struct sample_sink *k, const struct py_target *t)
 {
 	struct profile_mapping_desc m = {
@@ -30,8 +32,16 @@ static uint64_t interpreter_mapping(struct sample_sink *k, const struct py_targe
 		.has_filenames = true,
 		.has_line_numbers = true,
 	};
+	uint64_t prof = profile_serial(k->prof);
+	struct interp_memo *im = &k->imemo[((uintptr_t)t >> 4) % INTERP_MEMO];
 
-	return profile_mapping(k->prof, &m);
+	if (im->t == t && im->prof == prof && strcmp(im->module, t->module) == 0)
+		return im->mid;
+	im->mid = profile_mapping(k->prof, &m);
+	im->t = im->mid ? t : NULL;
+	im->prof = prof;
+	snprintf(im->module, sizeof(im->module), "%s", t->module);
+	return im->mid;
 }
 
 static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t lasti)

@@ -111,6 +111,13 @@ struct map_memo {
 	int32_t gap;		/* symgap slot, -1: none */
 	uint8_t in_interp;
 };
+/* A target's interpreter mapping in profile prof (interpreter_mapping). */
+#define INTERP_MEMO 64		/* direct-mapped by target, overwritten */
+struct interp_memo {
+	const struct py_target *t;	/* NULL: empty */
+	uint64_t prof, mid;
+	char module[sizeof(((struct py_target *)0)->module)];	/* t's, then */
+};
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
 /* Wall mode: a thread's stack when it left the CPU, waiting for its return.
@@ -188,6 +195,7 @@ struct sample_sink {
 	struct native_memo nmemo[NATIVE_MEMO];
 	struct file_memo fmemo[FILE_MEMO];
 	struct map_memo mmemo[MAP_MEMO];
+	struct interp_memo imemo[INTERP_MEMO];
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target
