@@ -308,13 +308,13 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	if (nsym_locate(k->nsym, t->src, pid, leaf ? pc : pc - 1, seen_ns, &r) == NSYM_NO_SYMBOL)
 		f = file_symbol(k, &r);
 	named = r.status == NSYM_OK;
-	memo->named = (uint8_t)named;
+	memo->flags = named ? NATIVE_MEMO_NAMED : 0;
 	memo->gap = -1;
 	if (f) {
 		mm = native_mapping(k, t, &r, named);
 		in_interp = mm->in_interp;
 		mid = mm->mid;
-		memo->gap = mm->gap;
+		memo->gap = (int8_t)mm->gap;
 	} else {
 		memo->prof = 0;		/* may resolve after a maps re-read */
 		in_interp = r.status != NSYM_NO_MAPPING && strcmp(r.path, t->module) == 0;
@@ -340,32 +340,40 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
 }
 
-/* native_resolve(), memoized per (pid, maps read, pc, leaf) and profile. */
+static struct native_memo *native_slot(struct sample_sink *k, int pid, uint64_t pc)
+{
+	uint64_t h = (pc ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+
+	return &k->nmemo[(h >> 32) % NATIVE_MEMO];
+}
+
+_Static_assert(SYMGAP_OBJECTS <= INT8_MAX, "a symgap slot fits native_memo.gap");
+
+/* native_resolve(), memoized per (maps read, pc, leaf) and profile. */
 static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
 				uint64_t pc, uint64_t seen_ns, int leaf, uint8_t *is_eval, uint8_t *hide)
 {
 	struct oc_proc *p = objcache_proc(k->objs, t->src, pid);
 	uint64_t prof = profile_serial(k->prof), gen = p ? p->maps_gen : 0;
-	uint64_t h = (pc ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
-	struct native_memo *m = &k->nmemo[(h >> 32) % NATIVE_MEMO];
+	struct native_memo *m = native_slot(k, pid, pc);
+	struct native_memo r = { 0 };
 	uint64_t loc;
 
-	if (gen && m->prof == prof && m->maps_gen == gen && m->pc == pc && m->pid == pid &&
-	    m->leaf == leaf) {
-		symgap_count_slot(&k->gaps, m->gap, m->named);
-		*is_eval = m->is_eval;
-		*hide = m->hide;
+	if (gen && m->prof == prof && m->maps_gen == gen && m->pc == pc &&
+	    !(m->flags & NATIVE_MEMO_LEAF) == !leaf) {
+		symgap_count_slot(&k->gaps, m->gap, m->flags & NATIVE_MEMO_NAMED);
+		*is_eval = !!(m->flags & NATIVE_MEMO_EVAL);
+		*hide = !!(m->flags & NATIVE_MEMO_HIDE);
 		return m->loc;
 	}
-	m->prof = prof;
-	loc = native_resolve(k, t, pid, pc, seen_ns, leaf, is_eval, hide, m);
+	r.prof = prof;
+	loc = native_resolve(k, t, pid, pc, seen_ns, leaf, is_eval, hide, &r);
 	/* A miss in the maps re-reads them: keyed by the maps it used. */
 	p = objcache_proc(k->objs, t->src, pid);
-	if (!loc || !p)
-		m->prof = 0;
-	else if (m->prof)
-		*m = (struct native_memo){ prof, p->maps_gen, pc, pid, (uint8_t)leaf, *is_eval,
-					   *hide, m->named, m->gap, loc };
+	if (loc && p && r.prof && loc <= UINT32_MAX)
+		*m = (struct native_memo){ p->maps_gen, pc, prof, (uint32_t)loc, r.gap,
+			(uint8_t)((leaf ? NATIVE_MEMO_LEAF : 0) | (*is_eval ? NATIVE_MEMO_EVAL : 0) |
+				  (*hide ? NATIVE_MEMO_HIDE : 0) | (r.flags & NATIVE_MEMO_NAMED)) };
 	return loc;
 }
 
@@ -551,6 +559,10 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	/* Only the sampled ip is not a return address. */
 	leaf = n && (k->nkind[0] != UNWIND_FRAME_TRAMPOLINE || k->all_native);
 	n = drop_trampolines(k, n);
+	/* Each frame's memo slot is a cache miss, the slots independent:
+	 * asked for all at once they overlap instead of queueing. */
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(native_slot(k, (int)s->h.pid, k->pcs[i]));
 	for (size_t i = 0; i < n; i++) {
 		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], taken_ns(k, s),
 					     i == 0 && leaf,
