@@ -44,6 +44,8 @@ struct nsym_ctx {
 	struct objcache *oc;
 	struct nsym_stats st;
 	char path[PATH_MAX];		/* nsym_result.path */
+	struct oc_obj *o;		/* the last nsym_locate's object ... */
+	struct ns_table *t;		/* ... and its symbols; NULL: none */
 };
 
 /* Symbols being collected from one or two ELF files. */
@@ -354,12 +356,10 @@ static long map_index(struct nsym_ctx *c, struct oc_proc *p, uint64_t pc, uint64
 	return m ? m - p->maps.v : -1;
 }
 
-int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
-		 uint64_t seen_ns, struct nsym_result *out)
+int nsym_locate(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
+		uint64_t seen_ns, struct nsym_result *out)
 {
-	const struct ns_sym *s;
 	const struct proc_map *m;
-	struct ns_table *t;
 	struct oc_proc *p;
 	struct oc_obj *o;
 	long i;
@@ -367,30 +367,58 @@ int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint
 	memset(out, 0, sizeof(*out));
 	out->path = "";
 	out->build_id = "";
-	c->st.lookups++;
+	c->o = NULL;
+	c->t = NULL;
 	p = pid > 0 && src ? objcache_proc(c->oc, src, pid) : NULL;
 	i = p ? map_index(c, p, pc, seen_ns) : -1;
-	if (i < 0)
+	if (i < 0) {
+		c->st.lookups++;
 		return finish(c, out, NSYM_NO_MAPPING);
+	}
 	m = &p->maps.v[i];
+	out->maps_gen = p->maps_gen;
 	out->map_start = m->start;
 	out->map_limit = m->end;
 	out->map_offset = m->offset;
 	set_path(c, m, out);
 	o = objcache_obj(c->oc, p, (size_t)i);
-	t = o ? table_of(c, o, p, m) : NULL;
-	if (!t)
+	c->t = o ? table_of(c, o, p, m) : NULL;
+	if (!c->t) {
+		c->st.lookups++;
 		return finish(c, out, NSYM_NO_FILE);
+	}
+	c->o = o;
 	out->build_id = o->build_id_hex;
-	out->from_debug_file = t->from_debug;
-	if (offset_to_vaddr(o, pc - m->start + m->offset, &out->file_vaddr))
+	out->from_debug_file = c->t->from_debug;
+	out->object = o->serial;
+	out->file_offset = pc - m->start + m->offset;
+	out->status = NSYM_NO_SYMBOL;
+	return NSYM_NO_SYMBOL;
+}
+
+int nsym_name(struct nsym_ctx *c, struct nsym_result *out)
+{
+	const struct ns_sym *s;
+
+	if (!c->t || !out->object)
+		return out->status;	/* not located: counted there */
+	c->st.lookups++;
+	if (offset_to_vaddr(c->o, out->file_offset, &out->file_vaddr))
 		return finish(c, out, NSYM_NO_SYMBOL);
-	s = sym_find(t, out->file_vaddr);
+	s = sym_find(c->t, out->file_vaddr);
 	if (!s)
 		return finish(c, out, NSYM_NO_SYMBOL);
-	out->name = t->names + s->name;
+	out->name = c->t->names + s->name;
 	out->sym_vaddr = s->start;
 	return finish(c, out, NSYM_OK);
+}
+
+int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
+		 uint64_t seen_ns, struct nsym_result *out)
+{
+	if (nsym_locate(c, src, pid, pc, seen_ns, out) != NSYM_NO_SYMBOL)
+		return out->status;
+	return nsym_name(c, out);
 }
 
 struct nsym_ctx *nsym_ctx_new(struct objcache *oc)

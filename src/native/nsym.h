@@ -39,6 +39,13 @@ struct nsym_result {
 	uint64_t map_start, map_limit, map_offset;	/* for pprof Mapping */
 	uint64_t file_vaddr;	/* link-time address of pc in the object */
 	uint64_t sym_vaddr;	/* link-time address of the symbol (NSYM_OK) */
+	/* NSYM_OK, NSYM_NO_SYMBOL: the object cache entry's serial, the
+	 * same in every process that maps the file while it is cached (and
+	 * never reused), and pc's offset in the file: together what the
+	 * symbol depends on. */
+	uint64_t object, file_offset;
+	uint64_t maps_gen;	/* the maps read the mapping is in (objcache's
+				 * oc_proc.maps_gen); 0: NSYM_NO_MAPPING */
 };
 
 struct nsym_stats {
@@ -66,6 +73,20 @@ void nsym_ctx_free(struct nsym_ctx *c);
  */
 int nsym_resolve(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
 		 uint64_t seen_ns, struct nsym_result *out);
+
+/*
+ * nsym_resolve() in two steps, for callers that memoize symbols per
+ * (object, file_offset) across processes: nsym_locate() finds pc's
+ * mapping and object; out->status is NSYM_NO_MAPPING or NSYM_NO_FILE as
+ * nsym_resolve() says, else NSYM_NO_SYMBOL with object and file_offset
+ * set and no symbol searched yet. nsym_name() then searches it, out
+ * becoming what nsym_resolve() returns; it must follow the nsym_locate()
+ * of out with no nsym_* call between. A located result whose symbol is
+ * taken from a memo instead counts no lookup in the statistics.
+ */
+int nsym_locate(struct nsym_ctx *c, const struct target_src *src, int pid, uint64_t pc,
+		uint64_t seen_ns, struct nsym_result *out);
+int nsym_name(struct nsym_ctx *c, struct nsym_result *out);
 
 const struct nsym_stats *nsym_get_stats(const struct nsym_ctx *c);
 

@@ -72,11 +72,13 @@ static uint32_t cache_size(uint32_t asked, uint32_t def)
 
 struct pipeline *pipeline_new(const struct pipeline_conf *c, const struct pipeline_io *io)
 {
-	struct pipeline *p = calloc(1, sizeof(*p));
+	struct pipeline *p;
 	struct sample_sink *k;
 
-	if (!p)
+	/* The sink's native memo is cache-line aligned (sample.h). */
+	if (posix_memalign((void **)&p, _Alignof(struct pipeline), sizeof(*p)))
 		return NULL;
+	memset(p, 0, sizeof(*p));
 	p->c = *c;
 	p->c.symcache_entries = cache_size(c->symcache_entries, PIPELINE_SYMCACHE);
 	p->c.threadcache_entries = cache_size(c->threadcache_entries, PIPELINE_THREADCACHE);

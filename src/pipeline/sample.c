@@ -21,7 +21,9 @@ static uint64_t synthetic(struct sample_sink *k, const char *name)
 }
 
 /* Python frames belong to the interpreter binary: one mapping per target
- * marked as already symbolized, so pprof neither warns nor re-symbolizes. */
+ * marked as already symbolized, so pprof neither warns nor re-symbolizes.
+ * Asked for on every sample: memoized per target and profile, the module
+ * compared, as interning it costs a hash of the path and two searches. */
 static uint64_t interpreter_mapping(struct sample_sink *k, const struct py_target *t)
 {
 	struct profile_mapping_desc m = {
@@ -30,8 +32,16 @@ static uint64_t interpreter_mapping(struct sample_sink *k, const struct py_targe
 		.has_filenames = true,
 		.has_line_numbers = true,
 	};
+	uint64_t prof = profile_serial(k->prof);
+	struct interp_memo *im = &k->imemo[((uintptr_t)t >> 4) % INTERP_MEMO];
 
-	return profile_mapping(k->prof, &m);
+	if (im->t == t && im->prof == prof && strcmp(im->module, t->module) == 0)
+		return im->mid;
+	im->mid = profile_mapping(k->prof, &m);
+	im->t = im->mid ? t : NULL;
+	im->prof = prof;
+	snprintf(im->module, sizeof(im->module), "%s", t->module);
+	return im->mid;
 }
 
 static struct loc_memo *memo_slot(struct sample_sink *k, uint64_t key, uint64_t lasti)
@@ -213,6 +223,74 @@ static uint8_t hides(struct sample_sink *k, uint64_t fid, const char *name, int 
 	return m->hide;
 }
 
+/* The symbol of the located r (nsym_locate), searched once per file
+ * offset of an object however many processes map it: a new process of a
+ * known interpreter repeats the others' frames. Sets r's status, name and
+ * file_vaddr as nsym_name() does (not sym_vaddr); returns the memo slot,
+ * whose fid caches the name's function in profile fm->prof. */
+static struct file_memo *file_symbol(struct sample_sink *k, struct nsym_result *r)
+{
+	uint64_t h = (r->file_offset ^ r->object << 44) * 0x9e3779b97f4a7c15ULL;
+	struct file_memo *f = &k->fmemo[(h >> 32) % FILE_MEMO];
+
+	/* The object is cached now (nsym_locate found it), so a name from
+	 * its symbol table is still valid: serials are never reused. */
+	if (f->object == r->object && f->offset == r->file_offset) {
+		r->status = f->name ? NSYM_OK : NSYM_NO_SYMBOL;
+		r->name = f->name;
+		r->file_vaddr = f->file_vaddr;
+		return f;
+	}
+	nsym_name(k->nsym, r);
+	*f = (struct file_memo){ .object = r->object, .offset = r->file_offset,
+				 .file_vaddr = r->file_vaddr, .name = r->name };
+	return f;
+}
+
+/* The function of the named frame r in the current profile, by way of the
+ * file memo f. 0 if out of memory. */
+static uint64_t named_function(struct sample_sink *k, const struct nsym_result *r,
+			       struct file_memo *f)
+{
+	uint64_t prof = profile_serial(k->prof);
+
+	if (f->prof != prof || !f->fid) {
+		f->fid = profile_function(k->prof, r->name, "", "", 0);
+		f->prof = prof;
+	}
+	return f->fid;
+}
+
+/* The pprof mapping of the located r's mapping in t, whether it is t's
+ * interpreter file, and its symbol-gap slot, kept per maps read: every
+ * frame of a new process in a known file needs them, and they cost a
+ * path search and the interning of two strings. Counts the frame in the
+ * symbol gaps as symgap_count() does. */
+static const struct map_memo *native_mapping(struct sample_sink *k, const struct py_target *t,
+					     const struct nsym_result *r, int named)
+{
+	uint64_t prof = profile_serial(k->prof);
+	uint64_t h = (r->map_start ^ r->maps_gen << 40) * 0x9e3779b97f4a7c15ULL;
+	struct map_memo *m = &k->mmemo[(h >> 32) % MAP_MEMO];
+	struct profile_mapping_desc d = { .memory_start = r->map_start,
+		.memory_limit = r->map_limit, .file_offset = r->map_offset,
+		.filename = r->path, .build_id = r->build_id, .has_functions = true };
+
+	if (m->maps_gen == r->maps_gen && m->start == r->map_start && m->t == t) {
+		symgap_count_slot(&k->gaps, m->gap, named);
+		if (m->prof == prof)
+			return m;
+	} else {
+		*m = (struct map_memo){ .maps_gen = r->maps_gen, .start = r->map_start, .t = t,
+			.in_interp = strcmp(r->path, t->module) == 0,
+			.gap = (int32_t)symgap_count(&k->gaps, &t->root, r->path, r->build_id,
+						     named) };
+	}
+	m->mid = profile_mapping(k->prof, &d);
+	m->prof = m->mid ? prof : 0;
+	return m;
+}
+
 /* One native frame -> a location in its object's mapping; *is_eval tells
  * whether it is CPython's eval loop (where Python frames get merged). */
 static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t, int pid,
@@ -221,14 +299,26 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 {
 	struct nsym_result r;
 	struct profile_mapping_desc m = { 0 };
+	const struct map_memo *mm;
+	struct file_memo *f = NULL;
 	uint64_t fid, mid = 0;
 	int named, in_interp;
-	long gap = -1;
 
 	/* Return addresses point after the call: look up the call itself. */
-	nsym_resolve(k->nsym, t->src, pid, leaf ? pc : pc - 1, seen_ns, &r);
+	if (nsym_locate(k->nsym, t->src, pid, leaf ? pc : pc - 1, seen_ns, &r) == NSYM_NO_SYMBOL)
+		f = file_symbol(k, &r);
 	named = r.status == NSYM_OK;
-	in_interp = r.status != NSYM_NO_MAPPING && r.path && strcmp(r.path, t->module) == 0;
+	memo->flags = named ? NATIVE_MEMO_NAMED : 0;
+	memo->gap = -1;
+	if (f) {
+		mm = native_mapping(k, t, &r, named);
+		in_interp = mm->in_interp;
+		mid = mm->mid;
+		memo->gap = (int8_t)mm->gap;
+	} else {
+		memo->prof = 0;		/* may resolve after a maps re-read */
+		in_interp = r.status != NSYM_NO_MAPPING && strcmp(r.path, t->module) == 0;
+	}
 	/* Only where no anchor tells (<=3.10, recordings made before them):
 	 * the loop's code ranges, split parts and stripped files included;
 	 * its name where those are unknown. */
@@ -236,13 +326,7 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 		*is_eval = in_interp && pyeval_contains(&t->eval, r.file_vaddr);
 	else
 		*is_eval = named && pyeval_name_is_loop(r.name);
-	if (r.status == NSYM_OK || r.status == NSYM_NO_SYMBOL)
-		gap = symgap_count(&k->gaps, &t->root, r.path, r.build_id, named);
-	else
-		memo->prof = 0;		/* may resolve after a maps re-read */
-	memo->named = (uint8_t)named;
-	memo->gap = (int32_t)gap;
-	if (r.status != NSYM_NO_MAPPING) {
+	if (r.status == NSYM_NO_FILE) {
 		m.memory_start = r.map_start;
 		m.memory_limit = r.map_limit;
 		m.file_offset = r.map_offset;
@@ -251,38 +335,45 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 		m.has_functions = true;
 		mid = profile_mapping(k->prof, &m);
 	}
-	fid = r.status == NSYM_OK ? profile_function(k->prof, r.name, "", "", 0)
-				  : unknown_native(k, &r);
+	fid = named ? named_function(k, &r, f) : unknown_native(k, &r);
 	*hide = hides(k, fid, named ? r.name : NULL, in_interp);
 	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
 }
 
-/* native_resolve(), memoized per (pid, maps read, pc, leaf) and profile. */
+static struct native_memo *native_slot(struct sample_sink *k, int pid, uint64_t pc)
+{
+	uint64_t h = (pc ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+
+	return &k->nmemo[(h >> 32) % NATIVE_MEMO];
+}
+
+_Static_assert(SYMGAP_OBJECTS <= INT8_MAX, "a symgap slot fits native_memo.gap");
+
+/* native_resolve(), memoized per (maps read, pc, leaf) and profile. */
 static uint64_t native_location(struct sample_sink *k, const struct py_target *t, int pid,
 				uint64_t pc, uint64_t seen_ns, int leaf, uint8_t *is_eval, uint8_t *hide)
 {
 	struct oc_proc *p = objcache_proc(k->objs, t->src, pid);
 	uint64_t prof = profile_serial(k->prof), gen = p ? p->maps_gen : 0;
-	uint64_t h = (pc ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
-	struct native_memo *m = &k->nmemo[(h >> 32) % NATIVE_MEMO];
+	struct native_memo *m = native_slot(k, pid, pc);
+	struct native_memo r = { 0 };
 	uint64_t loc;
 
-	if (gen && m->prof == prof && m->maps_gen == gen && m->pc == pc && m->pid == pid &&
-	    m->leaf == leaf) {
-		symgap_count_slot(&k->gaps, m->gap, m->named);
-		*is_eval = m->is_eval;
-		*hide = m->hide;
+	if (gen && m->prof == prof && m->maps_gen == gen && m->pc == pc &&
+	    !(m->flags & NATIVE_MEMO_LEAF) == !leaf) {
+		symgap_count_slot(&k->gaps, m->gap, m->flags & NATIVE_MEMO_NAMED);
+		*is_eval = !!(m->flags & NATIVE_MEMO_EVAL);
+		*hide = !!(m->flags & NATIVE_MEMO_HIDE);
 		return m->loc;
 	}
-	m->prof = prof;
-	loc = native_resolve(k, t, pid, pc, seen_ns, leaf, is_eval, hide, m);
+	r.prof = prof;
+	loc = native_resolve(k, t, pid, pc, seen_ns, leaf, is_eval, hide, &r);
 	/* A miss in the maps re-reads them: keyed by the maps it used. */
 	p = objcache_proc(k->objs, t->src, pid);
-	if (!loc || !p)
-		m->prof = 0;
-	else if (m->prof)
-		*m = (struct native_memo){ prof, p->maps_gen, pc, pid, (uint8_t)leaf, *is_eval,
-					   *hide, m->named, m->gap, loc };
+	if (loc && p && r.prof && loc <= UINT32_MAX)
+		*m = (struct native_memo){ p->maps_gen, pc, prof, (uint32_t)loc, r.gap,
+			(uint8_t)((leaf ? NATIVE_MEMO_LEAF : 0) | (*is_eval ? NATIVE_MEMO_EVAL : 0) |
+				  (*hide ? NATIVE_MEMO_HIDE : 0) | (r.flags & NATIVE_MEMO_NAMED)) };
 	return loc;
 }
 
@@ -468,6 +559,10 @@ static size_t native_frames(struct sample_sink *k, const struct py_target *t,
 	/* Only the sampled ip is not a return address. */
 	leaf = n && (k->nkind[0] != UNWIND_FRAME_TRAMPOLINE || k->all_native);
 	n = drop_trampolines(k, n);
+	/* Each frame's memo slot is a cache miss, the slots independent:
+	 * asked for all at once they overlap instead of queueing. */
+	for (size_t i = 0; i < n; i++)
+		__builtin_prefetch(native_slot(k, (int)s->h.pid, k->pcs[i]));
 	for (size_t i = 0; i < n; i++) {
 		k->nloc[i] = native_location(k, t, (int)s->h.pid, k->pcs[i], taken_ns(k, s),
 					     i == 0 && leaf,

@@ -78,15 +78,51 @@ struct hide_memo {
  * interning of mapping, function and location on every frame. Only named
  * or object-known results (NSYM_OK, NSYM_NO_SYMBOL) are kept: the others
  * may change when the maps are read again, which changes maps_gen. */
-#define NATIVE_MEMO 16384	/* direct-mapped, overwritten on collision */
+#define NATIVE_MEMO 8192	/* direct-mapped, overwritten on collision */
+/* Probed for every native frame of every sample: 32 bytes, 256 KiB in
+ * all, so that the probes (each a cache miss) touch fewer pages. */
 struct native_memo {
-	uint64_t prof;		/* profile_serial(); 0: empty */
-	uint64_t maps_gen;	/* objcache's, unique per maps read */
+	uint64_t maps_gen;	/* objcache's, unique per maps read of any
+				 * process: it names the pid too; 0: empty */
 	uint64_t pc;
-	int32_t pid;
-	uint8_t leaf, is_eval, hide, named;
-	int32_t gap;		/* symgap slot counted, -1: none */
-	uint64_t loc;
+	uint64_t prof;		/* profile_serial(); 0: empty */
+	uint32_t loc;		/* ids above UINT32_MAX are not kept */
+	int8_t gap;		/* symgap slot counted, -1: none */
+	uint8_t flags;		/* NATIVE_MEMO_* */
+};
+#define NATIVE_MEMO_LEAF	1
+#define NATIVE_MEMO_EVAL	2
+#define NATIVE_MEMO_HIDE	4
+#define NATIVE_MEMO_NAMED	8
+/* A native pc's symbol by file: the object cache entry's serial and the
+ * file offset looked up (nsym_result), the same in every process that
+ * maps the file. */
+#define FILE_MEMO 4096		/* direct-mapped, overwritten on collision */
+struct file_memo {
+	uint64_t object;	/* 0: empty */
+	uint64_t offset;
+	uint64_t file_vaddr;
+	const char *name;	/* NULL: NSYM_NO_SYMBOL; in the object's table */
+	uint64_t prof, fid;	/* name's function in profile prof */
+};
+/* A mapping of a process (one maps read) seen by a target: its pprof
+ * mapping in profile prof, whether it is the target's interpreter file,
+ * and its symbol-gap slot. */
+#define MAP_MEMO 1024		/* direct-mapped, overwritten on collision */
+struct map_memo {
+	uint64_t maps_gen;	/* 0: empty */
+	uint64_t start;
+	const struct py_target *t;
+	uint64_t prof, mid;
+	int32_t gap;		/* symgap slot, -1: none */
+	uint8_t in_interp;
+};
+/* A target's interpreter mapping in profile prof (interpreter_mapping). */
+#define INTERP_MEMO 64		/* direct-mapped by target, overwritten */
+struct interp_memo {
+	const struct py_target *t;	/* NULL: empty */
+	uint64_t prof, mid;
+	char module[sizeof(((struct py_target *)0)->module)];	/* t's, then */
 };
 #define OFFCPU_MAX 4096		/* wall mode: threads off the CPU at once */
 
@@ -162,7 +198,10 @@ struct sample_sink {
 	uint32_t tids[TID_SET_SIZE];		/* open addressing, 0 = empty */
 	struct loc_memo memo[LOC_MEMO];
 	struct hide_memo hmemo[HIDE_MEMO];
-	struct native_memo nmemo[NATIVE_MEMO];
+	struct native_memo nmemo[NATIVE_MEMO] __attribute__((aligned(64)));
+	struct file_memo fmemo[FILE_MEMO];
+	struct map_memo mmemo[MAP_MEMO];
+	struct interp_memo imemo[INTERP_MEMO];
 };
 
 /* Adds the record rec (size bytes, as read from the ring buffer) of target
