@@ -227,6 +227,9 @@ struct py_task_src {
 				 * yet. A name of that type that does not begin
 				 * "Task-" is no default name: its task's label
 				 * is the name alone, no qualname is copied */
+	__u64 c_task_type;	/* the program's: the type of the last Task it
+				 * named (SAMPLE_F_NEW_TASK leaves those out);
+				 * user space writes 0 */
 };
 
 /* The record's tail with SAMPLE_F_TASK. user space names the task from
@@ -306,6 +309,14 @@ struct py_proc_event {
 #define SAMPLE_F_TASK		(1u << 19) /* a struct py_task_capture ends
 					    * the record: the asyncio task
 					    * running at the sample */
+#define SAMPLE_F_NEW_TASK	(1u << 20) /* the running tasks (the values of
+					    * asyncio's current-tasks dict)
+					    * are not those of this thread's
+					    * last sample, and none was
+					    * captured: a pure-Python task,
+					    * which user space reads late
+					    * (pyasyncio.c), while it runs if
+					    * the record is added at once */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -590,6 +601,8 @@ struct py_sample {
 	__u64 task_coro[PY_TASK_CANDS];
 	__u64 task_type[PY_TASK_CANDS];
 	__u64 task_name[PY_TASK_CANDS];
+	__u64 task_sig;		/* the current-tasks dict's values, mixed
+				 * (SAMPLE_F_NEW_TASK); 0: none read */
 	__u64 task_buf[32];	/* a Task's first task_read bytes */
 	__u64 task_keys[6];	/* the dict's keys object header */
 	__u64 task_ents[64];	/* its entries: PY_TASK_DICT_ENTRIES * 3 words,
