@@ -585,8 +585,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (w.compact)
 		s->h.flags |= SAMPLE_F_COMPACT;
 	/* User space may add these without holding them back (session.c): a
-	 * new code object may be freed soon, a mapping waits for its tables. */
-	if (w.fresh || prev_pid != tgid)
+	 * new code object may be freed soon, a mapping waits for its tables.
+	 * Not a code object captured whole: its entry is made from the
+	 * capture, however late (pysym.c). */
+	if ((w.fresh & CODE_URGENT) || prev_pid != tgid)
 		s->h.flags |= SAMPLE_F_NEW_CODE;
 	if (tables_missing(s))
 		s->h.flags |= SAMPLE_F_NO_TABLES;
@@ -601,8 +603,8 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
-	wake = wakeup_flag(w.fresh || tables_missing(s) || (s->h.flags & SAMPLE_F_NEW_TASK),
-			   s->h.time_ns);
+	wake = wakeup_flag((w.fresh & CODE_URGENT) || tables_missing(s) ||
+			   (s->h.flags & SAMPLE_F_NEW_TASK), s->h.time_ns);
 	if (do_checks(tgid))
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, out, size, wake)) {

@@ -148,6 +148,15 @@ struct py_walk_offsets {
 					 * end of the last field user space takes
 					 * (<= PY_CAPTURE_CODE), none past it, where
 					 * the mapping may end */
+	/* Whether a capture holds all user space takes of a code object
+	 * (checks.bpf.h, capture_whole; pysym.c makes the entry from it
+	 * with nothing read): PyASCIIObject's length and state, how far
+	 * the state's kind/compact/ascii bits lie above bits 2-6 (0 or 6),
+	 * sizeof(PyASCIIObject) and sizeof(PyCompactUnicodeObject),
+	 * PyBytesObject's ob_size and ob_sval. str_length 0: no capture is
+	 * whole (every new code object wakes user space). */
+	__u8 str_length, str_state, str_shift, str_ascii_size, str_compact_size;
+	__u8 bytes_size, bytes_sval, whole_pad;
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -299,9 +308,10 @@ struct py_proc_event {
 #define SAMPLE_F_COMPACT_REGS	(1u << 14) /* with SAMPLE_F_COMPACT: the header
 					    * keeps regs (a fallback copy of
 					    * the stack follows the pcs) */
-#define SAMPLE_F_NEW_CODE	(1u << 15) /* names a code object the program has
-					    * not seen lately in this process
-					    * (user space may not have read it) */
+#define SAMPLE_F_NEW_CODE	(1u << 15) /* may name a code object the program
+					    * has not seen lately in this process
+					    * and could not capture whole (user
+					    * space is to read it soon) */
 #define SAMPLE_F_NO_TABLES	(1u << 16) /* the native walk met a mapping
 					    * with no tables yet */
 #define SAMPLE_F_CODE_NAME	(1u << 18) /* not a sample: a struct
