@@ -588,7 +588,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	 * new code object may be freed soon, a mapping waits for its tables.
 	 * Not a code object captured whole: its entry is made from the
 	 * capture, however late (pysym.c). */
-	if ((w.fresh & CODE_URGENT) || prev_pid != tgid)
+	if ((w.fresh & CODE_URGENT) || prev_pid != tgid || cfg->wake_first)
 		s->h.flags |= SAMPLE_F_NEW_CODE;
 	if (tables_missing(s))
 		s->h.flags |= SAMPLE_F_NO_TABLES;
@@ -603,8 +603,13 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
+	/* A process's first sample too, where user space asks (wake_first):
+	 * it then learns soon where its asyncio tasks are (pyasyncio.c),
+	 * which the program needs to name them. */
 	wake = wakeup_flag((w.fresh & CODE_URGENT) || tables_missing(s) ||
-			   (s->h.flags & SAMPLE_F_NEW_TASK), s->h.time_ns);
+			   (s->h.flags & SAMPLE_F_NEW_TASK) || cfg->wake_first, s->h.time_ns);
+	if (cfg->wake_first)
+		cfg->wake_first = 0;
 	if (do_checks(tgid))
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, out, size, wake)) {

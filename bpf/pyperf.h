@@ -189,6 +189,12 @@ struct py_proc_config {
 				 * became a target (set as the entry is written):
 				 * a thread running since has its time on the CPU
 				 * counted from there */
+	__u32 wake_first;	/* 1: the process's first sample wakes user
+				 * space (then the program sets 0): one that
+				 * ran before it was found may be running
+				 * asyncio tasks, which the program can name
+				 * once user space has seen where they are */
+	__u32 wake_pad;
 };
 
 /*
