@@ -107,7 +107,29 @@ static __always_inline int bytes_whole(const struct py_walk_offsets *off, const 
 	if (!off->str_length || so > 56 || got < so + 8)
 		return 0;
 	__builtin_memcpy(&n, buf + so, sizeof(n));
-	return n >= 0 && n <= PY_CAPTURE_TABLE && off->bytes_sval + (__u64)n <= got;
+	return n >= 0 && n <= PY_CAPTURE_TABLE + PY_CAPTURE_TABLE_MORE &&
+	       off->bytes_sval + (__u64)n <= got;
+}
+
+/* The bytes of the line table c holds: table[] and, once that is full,
+ * table_more[]'s. */
+static __always_inline __u32 table_got(const struct py_code_capture *c)
+{
+	return c->table_len == PY_CAPTURE_TABLE ? PY_CAPTURE_TABLE + c->more_len : c->table_len;
+}
+
+/* Is the line table longer than table[] holds (a layout whose captures
+ * can be whole, whose table[] is full)? Then table_more[] is read. */
+static __always_inline int table_longer(const struct py_walk_offsets *off,
+					const struct py_code_capture *c)
+{
+	__u32 so = off->bytes_size;
+	__s64 n;
+
+	if (!off->str_length || so > 56 || c->table_len != PY_CAPTURE_TABLE)
+		return 0;
+	__builtin_memcpy(&n, c->table + so, sizeof(n));
+	return n > 0 && off->bytes_sval + (__u64)n > PY_CAPTURE_TABLE;
 }
 
 /* Does the capture c (span bytes of the code object) name a first
@@ -132,7 +154,7 @@ static __always_inline int capture_whole(const struct py_walk_offsets *off,
 					 const struct py_code_capture *c, __u32 span)
 {
 	return str_whole(off, c->name, c->name_len) && str_whole(off, c->file, c->file_len) &&
-	       bytes_whole(off, c->table, c->table_len) &&
+	       bytes_whole(off, c->table, table_got(c)) &&
 	       (!needs_arg(off, c, span) || str_whole(off, c->arg, c->arg_len));
 }
 
@@ -173,6 +195,8 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 	c->name_len = capture_str(c->name, PY_CAPTURE_NAME, name);
 	c->file_len = capture_str(c->file, PY_CAPTURE_FILE, file);
 	c->table_len = capture_str(c->table, PY_CAPTURE_TABLE, table);
+	c->more_len = table_longer(off, c) ?
+		      capture_str(c->table_more, PY_CAPTURE_TABLE_MORE, table + PY_CAPTURE_TABLE) : 0;
 	c->arg_len = capture_arg(off, c, span);
 	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_LOST);

@@ -648,6 +648,10 @@ struct py_sample {
 #define PY_CAPTURE_FILE		256	/* ... of the file name */
 #define PY_CAPTURE_TABLE	512	/* bytes object bytes of the line table */
 #define PY_CAPTURE_ARG		128	/* str object bytes of the first argument */
+#define PY_CAPTURE_TABLE_MORE	1536	/* ... and of a longer line table past the
+					 * first PY_CAPTURE_TABLE (a module's body
+					 * has 0.5-2 KB, and is freed when its
+					 * import ends) */
 
 struct py_code_capture {
 	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
@@ -670,6 +674,11 @@ struct py_code_capture {
 	/* Before 3.11, for a code object with arguments: the str object of
 	 * the first one's name (a method's self or cls). */
 	__u8 arg[PY_CAPTURE_ARG];
+	/* Last, as table was (more_len 0 in a record of before): the line
+	 * table's bytes after table[], read where it is longer. */
+	__u16 more_len;
+	__u16 more_pad[3];
+	__u8 table_more[PY_CAPTURE_TABLE_MORE];
 };
 
 /* The shortest struct py_code_capture user space takes (without table). */
