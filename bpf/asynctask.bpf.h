@@ -22,38 +22,52 @@ struct {
 
 /* Candidate task (an object at task, not 0) into s->task_*: its type,
  * name and coroutine from one read of the Task, and the coroutine's frame,
- * the address the walk looks for. */
-static __always_inline void add_task(const struct py_task_src *src, struct py_sample *s,
-				     __u64 task)
+ * the address the walk looks for. Returns its type (0: not read), taken
+ * or not: a pure-Python Task read at a C Task's offsets may be no
+ * candidate at all. */
+static __always_inline __u64 add_task(const struct py_task_src *src, struct py_sample *s,
+				      __u64 task)
 {
 	__u32 k = s->ntask, len = src->task_read;
-	__u64 coro, frame = 0;
+	__u64 coro, frame = 0, type;
 
 	if (!task || (task & 7) || k >= PY_TASK_CANDS || len < 16 || len > sizeof(s->task_buf) ||
 	    src->task_coro > len - 8 || src->ob_type > len - 8 ||
 	    (src->task_name != PYPERF_NO_FIELD && src->task_name > len - 8))
-		return;
+		return 0;
 	if (bpf_probe_read_user(s->task_buf, len, (const void *)task))
-		return;
+		return 0;
+	type = s->task_buf[(src->ob_type / 8) & 31];
 	coro = s->task_buf[(src->task_coro / 8) & 31];
 	if (!coro || (coro & 7))
-		return;
+		return type;
 	if (src->cr_frame != PYPERF_NO_FIELD) {
 		if (read_ptr(&frame, coro + src->cr_frame))
-			return;
+			return type;
 	} else {
 		frame = coro + src->cr_iframe;
 	}
 	if (!frame)
-		return;
+		return type;
 	k &= PY_TASK_CANDS - 1;
 	s->task_frame[k] = frame;
 	s->task_obj[k] = task;
 	s->task_coro[k] = coro;
-	s->task_type[k] = s->task_buf[(src->ob_type / 8) & 31];
+	s->task_type[k] = type;
 	s->task_name[k] = src->task_name == PYPERF_NO_FIELD ? 0 :
 			  s->task_buf[(src->task_name / 8) & 31];
 	s->ntask = k + 1;
+	return type;
+}
+
+/* task, of type type (0: unknown), into s->task_sig, the running tasks
+ * the program cannot name (SAMPLE_F_NEW_TASK): not of the C Task type it
+ * named last. */
+static __always_inline void sign_task(const struct py_task_src *src, struct py_sample *s,
+				      __u64 task, __u64 type)
+{
+	if (task && (!type || type != src->c_task_type))
+		s->task_sig += (task ^ (task >> 29)) * 0xBF58476D1CE4E5B9ULL;
 }
 
 /* Bytes of a PyDictKeyEntry (hash, key, value), the only kind read. */
@@ -98,20 +112,20 @@ static __always_inline __u64 dict_entries(const struct py_task_src *src, struct 
 }
 
 /* The candidates of the process's source src for thread state tstate
- * into s (s->ntask of them). Global: verified once. */
+ * into s (s->ntask of them), and the running tasks it cannot name into
+ * s->task_sig. Global: verified once. */
 __noinline int find_tasks(const struct py_task_src *src, struct py_sample *s, __u64 tstate)
 {
-	__u64 task = 0, keys = 0, nent;
+	__u64 task = 0, keys = 0, nent, type;
 
 	if (!src || !s)
 		return 0;
 	s->ntask = 0;
 	s->task_hits = 0;
-	if (src->ts_task && tstate) {
-		if (!read_ptr(&task, tstate + src->ts_task) && task)
-			add_task(src, s, task);
-		return 0;
-	}
+	s->task_sig = 0;
+	/* 3.14+: only pure-Python Tasks enter the dict (if given). */
+	if (src->ts_task && tstate && !read_ptr(&task, tstate + src->ts_task) && task)
+		add_task(src, s, task);
 	/* PyDictKeyEntry is { hash, key, value } in every version read. */
 	if (!src->dict || src->entry_size != TASK_ENTRY_BYTES || src->entry_value != 16)
 		return 0;
@@ -122,9 +136,49 @@ __noinline int find_tasks(const struct py_task_src *src, struct py_sample *s, __
 		if (i >= nent)
 			break;
 		/* A deleted entry holds NULL (its key a dummy). */
-		add_task(src, s, s->task_ents[(i * 3 + 2) & 63]);
+		task = s->task_ents[(i * 3 + 2) & 63];
+		type = src->ts_task ? 0 : add_task(src, s, task);
+		sign_task(src, s, task, type);
 	}
 	return 0;
+}
+
+/* This thread's last task_sig (a 4-way set by tid): a new one is
+ * SAMPLE_F_NEW_TASK's cue. */
+#define SEEN_TASK_SETS 256
+
+struct seen_tasks {
+	__u32 tid[4];
+	__u64 sig[4];
+	__u32 next;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SEEN_TASK_SETS);
+	__type(key, __u32);
+	__type(value, struct seen_tasks);
+} seen_tasks SEC(".maps");
+
+/* Does thread tid run under other tasks (s->task_sig, not 0) than at its
+ * last sample? Racy across CPUs: at worst a wake-up more. */
+static __always_inline int tasks_changed(const struct py_sample *s, __u32 tid)
+{
+	__u32 k = (tid * 0x9E3779B1u) >> 24, w;
+	struct seen_tasks *v = bpf_map_lookup_elem(&seen_tasks, &k);
+
+	if (!v)
+		return 0;
+	for (w = 0; w < 4; w++)
+		if (v->tid[w] == tid)
+			break;
+	if (w == 4)
+		w = v->next++ & 3;
+	if (v->tid[w] == tid && v->sig[w] == s->task_sig)
+		return 0;
+	v->tid[w] = tid;
+	v->sig[w] = s->task_sig;
+	return 1;
 }
 
 /* Is the name copied into c a str that is no default name ("Task-" and

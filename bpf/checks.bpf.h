@@ -68,11 +68,101 @@ static __always_inline __u16 capture_arg(const struct py_walk_offsets *off,
 	return capture_str(c->arg, PY_CAPTURE_ARG, name);
 }
 
+/* What code_is_new() says of a code object: new to the program, and
+ * (with CODE_URGENT) not captured whole, so that user space must read it
+ * before it may be freed: a wake-up now. */
+#define CODE_NEW	1
+#define CODE_URGENT	2
+
+/* Does buf, the first got bytes of a str object, hold all of it: what
+ * pysym.c decodes with no read (str_from)? Of a layout's captures
+ * (str_length 0: none) and compact strs only. */
+static __always_inline int str_whole(const struct py_walk_offsets *off, const __u8 *buf,
+				     __u32 got)
+{
+	__u32 lo = off->str_length, so = off->str_state, state, kind, hdr;
+	__s64 n;
+
+	if (!lo || lo > 56 || so > 60 || got < off->str_compact_size || got < lo + 8 ||
+	    got < so + 4)
+		return 0;
+	__builtin_memcpy(&n, buf + lo, sizeof(n));
+	__builtin_memcpy(&state, buf + so, sizeof(state));
+	state >>= off->str_shift & 15;
+	kind = state >> 2 & 7;
+	if (!(state >> 5 & 1) || (kind != 1 && kind != 2 && kind != 4) || n < 0 ||
+	    n > PY_CAPTURE_FILE)
+		return 0;
+	hdr = state >> 6 & 1 ? off->str_ascii_size : off->str_compact_size;
+	return hdr + (__u64)n * kind <= got;
+}
+
+/* The same of a bytes object (a line table): pysym.c's bytes_from(). */
+static __always_inline int bytes_whole(const struct py_walk_offsets *off, const __u8 *buf,
+				       __u32 got)
+{
+	__u32 so = off->bytes_size;
+	__s64 n;
+
+	if (!off->str_length || so > 56 || got < so + 8)
+		return 0;
+	__builtin_memcpy(&n, buf + so, sizeof(n));
+	return n >= 0 && n <= PY_CAPTURE_TABLE + PY_CAPTURE_TABLE_MORE &&
+	       off->bytes_sval + (__u64)n <= got;
+}
+
+/* The bytes of the line table c holds: table[] and, once that is full,
+ * table_more[]'s. */
+static __always_inline __u32 table_got(const struct py_code_capture *c)
+{
+	return c->table_len == PY_CAPTURE_TABLE ? PY_CAPTURE_TABLE + c->more_len : c->table_len;
+}
+
+/* Is the line table longer than table[] holds (a layout whose captures
+ * can be whole, whose table[] is full)? Then table_more[] is read. */
+static __always_inline int table_longer(const struct py_walk_offsets *off,
+					const struct py_code_capture *c)
+{
+	__u32 so = off->bytes_size;
+	__s64 n;
+
+	if (!off->str_length || so > 56 || c->table_len != PY_CAPTURE_TABLE)
+		return 0;
+	__builtin_memcpy(&n, c->table + so, sizeof(n));
+	return n > 0 && off->bytes_sval + (__u64)n > PY_CAPTURE_TABLE;
+}
+
+/* Does the capture c (span bytes of the code object) name a first
+ * argument user space needs (before 3.11: a method's self or cls)? */
+static __always_inline int needs_arg(const struct py_walk_offsets *off,
+				     const struct py_code_capture *c, __u32 span)
+{
+	__u32 argc_off = off->code_argcount;
+	__s32 argc;
+
+	if (off->code_varnames == PYPERF_NO_FIELD || argc_off > PY_CAPTURE_CODE - 8 ||
+	    argc_off + 4 > span)
+		return 0;
+	__builtin_memcpy(&argc, c->obj + argc_off, sizeof(argc));
+	return argc >= 1;
+}
+
+/* Is c all pysym.c needs to make the entry with nothing read (its name,
+ * file name and line table whole, and the first argument's name where
+ * it names the method)? Then the reader may come by later. */
+static __always_inline int capture_whole(const struct py_walk_offsets *off,
+					 const struct py_code_capture *c, __u32 span)
+{
+	return str_whole(off, c->name, c->name_len) && str_whole(off, c->file, c->file_len) &&
+	       bytes_whole(off, c->table, table_got(c)) &&
+	       (!needs_arg(off, c, span) || str_whole(off, c->arg, c->arg_len));
+}
+
 /* Sends a struct py_code_capture (bpf/pyperf.h) for the code object at
  * code, new to this program: called for fresh code only, so a steady
  * program pays nothing. Global: verified once, and its state stays out of
  * the walk's context (a field more there kept the verifier from pruning
- * the walk's states). */
+ * the walk's states). 1 if sent and whole (capture_whole), else 0. */
 __noinline int capture_code(const struct py_walk_offsets *off, const struct py_sample *s,
 			    __u64 code)
 {
@@ -105,17 +195,22 @@ __noinline int capture_code(const struct py_walk_offsets *off, const struct py_s
 	c->name_len = capture_str(c->name, PY_CAPTURE_NAME, name);
 	c->file_len = capture_str(c->file, PY_CAPTURE_FILE, file);
 	c->table_len = capture_str(c->table, PY_CAPTURE_TABLE, table);
+	c->more_len = table_longer(off, c) ?
+		      capture_str(c->table_more, PY_CAPTURE_TABLE_MORE, table + PY_CAPTURE_TABLE) : 0;
 	c->arg_len = capture_arg(off, c, span);
-	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, c, sizeof(*c), BPF_RB_NO_WAKEUP)) {
 		stat_inc(STAT_LOST);
-	else
-		stat_inc(STAT_CODE_CAPTURES);
-	return 0;
+		return 0;
+	}
+	stat_inc(STAT_CODE_CAPTURES);
+	return capture_whole(off, c, span);
 }
 
-/* 1 if the code object at code, run with globals, is new to the program
- * (then captured: capture_code). Global: the walk's bpf_loop callback
- * calls it and takes a scalar back, one path for the verifier there. */
+/* CODE_NEW if the code object at code, run with globals, is new to the
+ * program (then captured: capture_code), with CODE_URGENT unless the
+ * capture is whole; else 0. Global: the walk's bpf_loop callback calls it
+ * and takes a scalar back (or'ed over the frames), one path for the
+ * verifier there. */
 __noinline int code_is_new(const struct py_walk_offsets *off, const struct py_sample *s,
 			   __u64 code, __u64 globals)
 {
@@ -141,8 +236,7 @@ __noinline int code_is_new(const struct py_walk_offsets *off, const struct py_sa
 		return 0;
 	v->tag[1] = v->tag[0];
 	v->tag[0] = tag;
-	capture_code(off, s, code);
-	return 1;
+	return capture_code(off, s, code) ? CODE_NEW : CODE_NEW | CODE_URGENT;
 }
 
 struct {

@@ -518,6 +518,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	s->anchor_next = 0;
 	s->ntask = 0;
 	s->task_hits = 0;
+	s->task_sig = 0;
 	bpf_get_current_comm(s->h.comm, sizeof(s->h.comm));
 
 	/* A compact record (bpf/pyperf.h) where nothing needs regs, self or
@@ -569,6 +570,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (s->task_hits == 1) {
 		src = bpf_map_lookup_elem(&task_srcs, &tgid);
 		if (src && put_task(src, s, size)) {
+			/* Learnt for sign_task (the map's value: written
+			 * once, not at every sample of every CPU). */
+			if (src->c_task_type != s->tcap.task_type)
+				((struct py_task_src *)src)->c_task_type = s->tcap.task_type;
 			size += sizeof(struct py_task_capture);
 			s->h.flags |= SAMPLE_F_TASK;
 			stat_inc(STAT_TASK_FOUND);
@@ -580,11 +585,17 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	if (w.compact)
 		s->h.flags |= SAMPLE_F_COMPACT;
 	/* User space may add these without holding them back (session.c): a
-	 * new code object may be freed soon, a mapping waits for its tables. */
-	if (w.fresh || prev_pid != tgid)
+	 * new code object may be freed soon, a mapping waits for its tables.
+	 * Not a code object captured whole: its entry is made from the
+	 * capture, however late (pysym.c). */
+	if ((w.fresh & CODE_URGENT) || prev_pid != tgid || cfg->wake_first)
 		s->h.flags |= SAMPLE_F_NEW_CODE;
 	if (tables_missing(s))
 		s->h.flags |= SAMPLE_F_NO_TABLES;
+	/* Not named by the program: user space reads the task running when
+	 * it adds the record, so one whose tasks changed is added at once. */
+	if (s->task_sig && !(s->h.flags & SAMPLE_F_TASK) && tasks_changed(s, tid))
+		s->h.flags |= SAMPLE_F_NEW_TASK;
 
 	if (w.compact && !(s->h.flags & SAMPLE_F_COMPACT_REGS)) {
 		/* The header's first part moves over regs, next to its tail. */
@@ -592,7 +603,13 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 		out = (void *)s + PY_SAMPLE_REGS_LEN;
 		size -= PY_SAMPLE_REGS_LEN;
 	}
-	wake = wakeup_flag(w.fresh || tables_missing(s), s->h.time_ns);
+	/* A process's first sample too, where user space asks (wake_first):
+	 * it then learns soon where its asyncio tasks are (pyasyncio.c),
+	 * which the program needs to name them. */
+	wake = wakeup_flag((w.fresh & CODE_URGENT) || tables_missing(s) ||
+			   (s->h.flags & SAMPLE_F_NEW_TASK) || cfg->wake_first, s->h.time_ns);
+	if (cfg->wake_first)
+		cfg->wake_first = 0;
 	if (do_checks(tgid))
 		wake = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, out, size, wake)) {

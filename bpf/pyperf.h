@@ -148,6 +148,15 @@ struct py_walk_offsets {
 					 * end of the last field user space takes
 					 * (<= PY_CAPTURE_CODE), none past it, where
 					 * the mapping may end */
+	/* Whether a capture holds all user space takes of a code object
+	 * (checks.bpf.h, capture_whole; pysym.c makes the entry from it
+	 * with nothing read): PyASCIIObject's length and state, how far
+	 * the state's kind/compact/ascii bits lie above bits 2-6 (0 or 6),
+	 * sizeof(PyASCIIObject) and sizeof(PyCompactUnicodeObject),
+	 * PyBytesObject's ob_size and ob_sval. str_length 0: no capture is
+	 * whole (every new code object wakes user space). */
+	__u8 str_length, str_state, str_shift, str_ascii_size, str_compact_size;
+	__u8 bytes_size, bytes_sval, whole_pad;
 };
 
 /* What user space puts in frame_span: the walk reads that many bytes of
@@ -180,6 +189,12 @@ struct py_proc_config {
 				 * became a target (set as the entry is written):
 				 * a thread running since has its time on the CPU
 				 * counted from there */
+	__u32 wake_first;	/* 1: the process's first sample wakes user
+				 * space (then the program sets 0): one that
+				 * ran before it was found may be running
+				 * asyncio tasks, which the program can name
+				 * once user space has seen where they are */
+	__u32 wake_pad;
 };
 
 /*
@@ -227,6 +242,9 @@ struct py_task_src {
 				 * yet. A name of that type that does not begin
 				 * "Task-" is no default name: its task's label
 				 * is the name alone, no qualname is copied */
+	__u64 c_task_type;	/* the program's: the type of the last Task it
+				 * named (SAMPLE_F_NEW_TASK leaves those out);
+				 * user space writes 0 */
 };
 
 /* The record's tail with SAMPLE_F_TASK. user space names the task from
@@ -296,9 +314,10 @@ struct py_proc_event {
 #define SAMPLE_F_COMPACT_REGS	(1u << 14) /* with SAMPLE_F_COMPACT: the header
 					    * keeps regs (a fallback copy of
 					    * the stack follows the pcs) */
-#define SAMPLE_F_NEW_CODE	(1u << 15) /* names a code object the program has
-					    * not seen lately in this process
-					    * (user space may not have read it) */
+#define SAMPLE_F_NEW_CODE	(1u << 15) /* may name a code object the program
+					    * has not seen lately in this process
+					    * and could not capture whole (user
+					    * space is to read it soon) */
 #define SAMPLE_F_NO_TABLES	(1u << 16) /* the native walk met a mapping
 					    * with no tables yet */
 #define SAMPLE_F_CODE_NAME	(1u << 18) /* not a sample: a struct
@@ -306,6 +325,14 @@ struct py_proc_event {
 #define SAMPLE_F_TASK		(1u << 19) /* a struct py_task_capture ends
 					    * the record: the asyncio task
 					    * running at the sample */
+#define SAMPLE_F_NEW_TASK	(1u << 20) /* the running tasks (the values of
+					    * asyncio's current-tasks dict)
+					    * are not those of this thread's
+					    * last sample, and none was
+					    * captured: a pure-Python task,
+					    * which user space reads late
+					    * (pyasyncio.c), while it runs if
+					    * the record is added at once */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -590,6 +617,8 @@ struct py_sample {
 	__u64 task_coro[PY_TASK_CANDS];
 	__u64 task_type[PY_TASK_CANDS];
 	__u64 task_name[PY_TASK_CANDS];
+	__u64 task_sig;		/* the current-tasks dict's values, mixed
+				 * (SAMPLE_F_NEW_TASK); 0: none read */
 	__u64 task_buf[32];	/* a Task's first task_read bytes */
 	__u64 task_keys[6];	/* the dict's keys object header */
 	__u64 task_ents[64];	/* its entries: PY_TASK_DICT_ENTRIES * 3 words,
@@ -619,6 +648,10 @@ struct py_sample {
 #define PY_CAPTURE_FILE		256	/* ... of the file name */
 #define PY_CAPTURE_TABLE	512	/* bytes object bytes of the line table */
 #define PY_CAPTURE_ARG		128	/* str object bytes of the first argument */
+#define PY_CAPTURE_TABLE_MORE	1536	/* ... and of a longer line table past the
+					 * first PY_CAPTURE_TABLE (a module's body
+					 * has 0.5-2 KB, and is freed when its
+					 * import ends) */
 
 struct py_code_capture {
 	struct py_sample_hdr h;	/* pid, tid, time_ns; flags SAMPLE_F_CODE_NAME,
@@ -641,6 +674,11 @@ struct py_code_capture {
 	/* Before 3.11, for a code object with arguments: the str object of
 	 * the first one's name (a method's self or cls). */
 	__u8 arg[PY_CAPTURE_ARG];
+	/* Last, as table was (more_len 0 in a record of before): the line
+	 * table's bytes after table[], read where it is longer. */
+	__u16 more_len;
+	__u16 more_pad[3];
+	__u8 table_more[PY_CAPTURE_TABLE_MORE];
 };
 
 /* The shortest struct py_code_capture user space takes (without table). */

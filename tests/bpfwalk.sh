@@ -99,7 +99,7 @@ signal frame|native_unwind.bpf.h|*-signal|s/(const void \*)(w->sp + UC_RIP)))/(c
 map search|native_unwind.bpf.h|*|s/return pc < p->m\[lo\].end ? \&p->m\[lo\] : NULL;/return pc + 4096 < p->m[lo].end ? \&p->m[lo] : NULL;/
 row search|native_unwind.bpf.h|*|s/^\treturn lo - 1;/\treturn lo > base + 1 ? lo - 2 : lo - 1;/
 capture name|checks.bpf.h|*|s/__builtin_memcpy(\&name, c->obj + name_off, sizeof(name));/__builtin_memcpy(\&name, c->obj + file_off, sizeof(name));/
-new code|checks.bpf.h|*|s/^\tcapture_code(off, s, code);/\tcapture_code(off, s, code + 8);/
+new code|checks.bpf.h|*|s/^\treturn capture_code(off, s, code) ?/\treturn capture_code(off, s, code + 8) ?/
 EOF
 }
 

@@ -118,6 +118,26 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 	return 0;
 }
 
+/* A process started this long before it is registered ran before we
+ * knew it: its first sample wakes us (py_proc_config.wake_first). One
+ * exec'd just now has no asyncio tasks yet, and every new process of a
+ * busy host would cost a wake-up. */
+#define WAKE_FIRST_AGE_NS	500000000LL
+
+static __u32 wake_first(const struct py_target *t)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+	int64_t now, start;
+
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts))
+		return 1;
+	now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	start = (int64_t)(t->start_time / (uint64_t)hz) * 1000000000LL +
+		(int64_t)(t->start_time % (uint64_t)hz) * (1000000000LL / hz);
+	return !t->start_time || now - start >= WAKE_FIRST_AGE_NS;
+}
+
 int bpf_attach_load(struct bpf_attach *a, const struct config *cfg, const struct target_set *ts)
 {
 	int err;
@@ -137,9 +157,11 @@ int bpf_attach_load(struct bpf_attach *a, const struct config *cfg, const struct
 	}
 	for (size_t i = 0; i < ts->n; i++) {
 		__u32 key = (__u32)ts->v[i]->pid;
+		struct py_proc_config c = ts->v[i]->bpf;
 
-		if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key),
-					 &ts->v[i]->bpf, sizeof(ts->v[i]->bpf), BPF_ANY)) {
+		c.wake_first = wake_first(ts->v[i]);
+		if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key), &c, sizeof(c),
+					 BPF_ANY)) {
 			fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 				(int)key, strerror(errno));
 			return -1;
@@ -171,6 +193,7 @@ void bpf_attach_target(struct bpf_attach *a, const struct py_target *t, int add)
 		return;
 	}
 	c.since_ns = now_ns();
+	c.wake_first = wake_first(t);
 	if (bpf_map__update_elem(a->skel->maps.procs, &key, sizeof(key), &c, sizeof(c), BPF_ANY))
 		fprintf(stderr, "pyperf-pprof: cannot register pid %d with the BPF program: %s\n",
 			t->pid, strerror(errno));

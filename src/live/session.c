@@ -588,8 +588,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		return 0;
 	if ((r = batch_add(s, t, data, size)))
 		return r;	/* ends polling; what we have is written */
-	if ((h->flags & (SAMPLE_F_NEW_CODE | SAMPLE_F_NO_TABLES)) &&
-	    pipeline_is_prompt(s->pl, t, data, size))
+	/* A pure-Python asyncio task is read when its record is added: while
+	 * it runs if that is now (SAMPLE_F_NEW_TASK, at a change of task). */
+	if (((h->flags & (SAMPLE_F_NEW_CODE | SAMPLE_F_NO_TABLES)) &&
+	     pipeline_is_prompt(s->pl, t, data, size)) || (h->flags & SAMPLE_F_NEW_TASK))
 		mark_prompt(&s->batch, t);
 	return pass_over(s);
 }

@@ -510,15 +510,24 @@ static void note_src(const struct ctx *x)
 		end = l->task_name;
 	src.task_read = (uint16_t)((end + 8 + 7) & ~7u);
 
-	if (!l->task_size || l->task_coro == NO16 || l->cr_qualname == NO16 ||
-	    (x->t->minor > 10 && l->cr_iframe == NO16) || l->free_threaded)
+	if (l->free_threaded)
 		return;
-	if (l->ts_task) {
+	if (!l->task_size || l->task_coro == NO16 || l->cr_qualname == NO16 ||
+	    (x->t->minor > 10 && l->cr_iframe == NO16))
+		src.task_read = 0;	/* no C Task to name */
+	else
 		src.ts_task = l->ts_task;
-	} else {
-		if (!x->ap->current_tasks || o->dict_keys == NO16 || o->dk_nentries == NO16 ||
-		    o->dk_indices == NO16)
+	/* The dict: before 3.14 every task's, the C Tasks named from it.
+	 * Where the program names none from it (3.14+, whose dict holds
+	 * pure-Python Tasks alone, or no C Task layout), only once it has
+	 * held a task: the program then tells when they change, and wakes
+	 * user space to read them while they run (SAMPLE_F_NEW_TASK). */
+	if (!x->ap->current_tasks || o->dict_keys == NO16 || o->dk_nentries == NO16 ||
+	    o->dk_indices == NO16 ||
+	    ((src.ts_task || !src.task_read) && !x->ap->confirmed)) {
+		if (!src.ts_task)
 			return;
+	} else {
 		src.dict = x->ap->current_tasks;
 		src.dict_keys = o->dict_keys;
 		src.dk_size = o->dk_size;

@@ -95,6 +95,24 @@ static void capture_whole(const struct py_target *t, const struct py_code_captur
 	k->whole = 1;
 }
 
+/* k->tab from the line table the program captured, in table[] and (a
+ * longer one) table_more[]. 0, or not all there. */
+static int capture_table(const struct py_target *t, const struct py_code_capture *cap,
+			 struct capture *k)
+{
+	uint8_t buf[PY_CAPTURE_TABLE + PY_CAPTURE_TABLE_MORE];
+
+	if (cap->table_len > PY_CAPTURE_TABLE)
+		return -1;
+	if (cap->table_len < PY_CAPTURE_TABLE || !cap->more_len)
+		return sym_bytes_from(t, cap->table, cap->table_len, &k->tab, &k->tab_len);
+	if (cap->more_len > PY_CAPTURE_TABLE_MORE)
+		return -1;
+	memcpy(buf, cap->table, PY_CAPTURE_TABLE);
+	memcpy(buf + PY_CAPTURE_TABLE, cap->table_more, cap->more_len);
+	return sym_bytes_from(t, buf, PY_CAPTURE_TABLE + cap->more_len, &k->tab, &k->tab_len);
+}
+
 /* k->arg from the first argument's name the program captured: what
  * first_arg_kind() reads, when the capture holds all of the str. */
 static uint8_t capture_arg(const struct py_target *t, const struct py_code_capture *cap,
@@ -140,8 +158,7 @@ void pysym_capture(struct pysym_cache *c, const struct py_target *t,
 	k->fp = sym_fingerprint(o, cap->obj, 0);
 	k->type = sym_field_ptr(cap->obj, o->ob_type);
 	capture_whole(t, cap, k, name, file);
-	if (cap->table_len > PY_CAPTURE_TABLE ||
-	    sym_bytes_from(t, cap->table, cap->table_len, &k->tab, &k->tab_len)) {
+	if (capture_table(t, cap, k)) {
 		k->tab = NULL;	/* not all there: read when loaded */
 		k->tab_len = 0;
 	}

@@ -265,6 +265,35 @@ static uint16_t capture_span(const struct py_code_offsets *o, uint16_t name_off)
 	return end <= PY_CAPTURE_CODE ? (uint16_t)end : 0;
 }
 
+/* What the BPF program needs to tell a capture holds all pysym.c takes
+ * of a code object (bpf/checks.bpf.h, capture_whole): the str and bytes
+ * layouts; str_length stays 0 (no capture whole) where pysym.c's
+ * capture_whole() would read more anyway: a field past the capture or
+ * its first 248 bytes, or a first argument's name not captured. */
+static void capture_sizes(const struct py_code_offsets *o, struct py_walk_offsets *w)
+{
+	uint16_t name_off = w->code_name;
+	int arg = o->co_qualname == NO16 && o->co_varnames != NO16 && o->co_varnames < 248 &&
+		  o->co_argcount < 248;
+
+	w->str_length = 0;
+	if (w->code_span == NO16 || w->code_linetable == NO16 ||
+	    w->code_linetable + 8u > w->code_span || name_off >= 248 || o->co_filename >= 248 ||
+	    o->co_linetable >= 248 || o->co_firstlineno >= 248 ||
+	    (arg && w->code_varnames == NO16) || o->unicode_length > 56 ||
+	    o->unicode_state > 60 || o->unicode_ascii_size > 128 ||
+	    o->unicode_compact_size > 128 || o->bytes_size > 56 || o->bytes_sval > 128 ||
+	    o->unicode_state_shift > 15 || !o->unicode_length)
+		return;
+	w->str_length = (uint8_t)o->unicode_length;
+	w->str_state = (uint8_t)o->unicode_state;
+	w->str_shift = (uint8_t)o->unicode_state_shift;
+	w->str_ascii_size = (uint8_t)o->unicode_ascii_size;
+	w->str_compact_size = (uint8_t)o->unicode_compact_size;
+	w->bytes_size = (uint8_t)o->bytes_size;
+	w->bytes_sval = (uint8_t)o->bytes_sval;
+}
+
 /* Where a frame's f_globals is, for code_is_new() in the BPF program;
  * neither the generated tables nor _Py_DebugOffsets have it. The frame
  * structures (Include/frameobject.h to v3.10, Include/internal/
@@ -332,6 +361,7 @@ int py_layout_choose(const struct py_facts *f, struct py_layout *out, char *err,
 		out->walk.code_varnames = out->code.co_varnames;
 		out->walk.tuple_items = out->code.tuple_items;
 	}
+	capture_sizes(&out->code, &out->walk);
 	out->walk.frame_globals = frame_globals(minor, &out->walk);
 	/* The BPF walk reads the frame fields with one copy of a bounded size. */
 	out->walk.frame_span = py_frame_span(&out->walk);

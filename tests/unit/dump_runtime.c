@@ -156,6 +156,15 @@ static void check_detect(pid_t pid, uint64_t runtime, const struct py_layout *l)
 		want.code_argcount = want.code_varnames = want.tuple_items = PYPERF_NO_FIELD;
 		want.frame_globals = 24;
 		want.code_span = t.bpf.off.code_span;	/* checked below */
+		/* Whether a capture can be whole: the str and bytes fields,
+		 * from the same layout, on every interpreter tested here. */
+		want.str_length = (uint8_t)l->code.unicode_length;
+		want.str_state = (uint8_t)l->code.unicode_state;
+		want.str_shift = (uint8_t)l->code.unicode_state_shift;
+		want.str_ascii_size = (uint8_t)l->code.unicode_ascii_size;
+		want.str_compact_size = (uint8_t)l->code.unicode_compact_size;
+		want.bytes_size = (uint8_t)l->code.bytes_size;
+		want.bytes_sval = (uint8_t)l->code.bytes_sval;
 		want.frame_span = py_frame_span(&want);
 		check_value(want.frame_span != 0, "frame span within the BPF window", want.frame_span, 1);
 		check_value(want.code_span >= l->code.co_qualname + 8 &&
