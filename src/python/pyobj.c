@@ -944,6 +944,29 @@ uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *
 	return val;
 }
 
+/* interp->modules, and in the same read the process's str hash key into
+ * mi (hashing 1, or -1 when it has none): a new process's search needs
+ * both. 0 when unreadable. */
+static uint64_t modules_and_key(const struct pyobj_ctx *c, uint64_t interp,
+				struct pyobj_modindex *mi)
+{
+	uint64_t modules = 0, at = mi->hashing ? 0 : pystrhash_key_addr(c->t);
+	struct iovec local[2] = { { &modules, 8 }, { &mi->hk, sizeof(mi->hk) } };
+	struct iovec remote[2] = {
+		{ (void *)(uintptr_t)(interp + c->o.interp_modules), 8 },
+		{ (void *)(uintptr_t)at, sizeof(mi->hk) },
+	};
+	ssize_t got = target_readv(c->t->src, c->pid, local, at ? 2 : 1, remote, at ? 2 : 1);
+
+	if (!mi->hashing)
+		mi->hashing = at && got == (ssize_t)(8 + sizeof(mi->hk)) ? 1 : -1;
+	/* A source that fails the whole read for the key (a recording made
+	 * without it): the pointer alone. */
+	if (got < 8 && at)
+		got = target_readv(c->t->src, c->pid, local, 1, remote, 1);
+	return got >= 8 ? modules : 0;
+}
+
 uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_modindex *mi,
 		       struct pyobj_dhead *h, uint64_t now_ns)
 {
@@ -956,7 +979,7 @@ uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_
 	mi->head_ns = 0;
 	mi->viewed = 0;
 	if (!modules) {
-		modules = interp ? py_read_ptr(c->t, interp + c->o.interp_modules) : 0;
+		modules = interp ? modules_and_key(c, interp, mi) : 0;
 		if (!modules || (modules & 7))
 			return 0;
 	}

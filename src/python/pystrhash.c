@@ -96,12 +96,12 @@ static int find_delta(const struct py_target *t, int64_t *delta)
 	return -1;
 }
 
-int pystrhash_key_read(const struct py_target *t, struct pystrhash_key *k)
+uint64_t pystrhash_key_addr(const struct py_target *t)
 {
 	unsigned i;
 
 	if (!t->runtime_addr || !t->module[0])
-		return -1;
+		return 0;
 	for (i = 0; i < NFILES; i++)
 		if (files[i].version_hex == t->version_hex && !strcmp(files[i].module, t->module))
 			break;
@@ -112,7 +112,12 @@ int pystrhash_key_read(const struct py_target *t, struct pystrhash_key *k)
 		files[i].version_hex = t->version_hex;
 		files[i].ok = find_delta(t, &files[i].delta) == 0;
 	}
-	if (!files[i].ok)
-		return -1;
-	return py_read(t, t->runtime_addr + (uint64_t)files[i].delta, k, sizeof(*k));
+	return files[i].ok ? t->runtime_addr + (uint64_t)files[i].delta : 0;
+}
+
+int pystrhash_key_read(const struct py_target *t, struct pystrhash_key *k)
+{
+	uint64_t at = pystrhash_key_addr(t);
+
+	return at ? py_read(t, at, k, sizeof(*k)) : -1;
 }

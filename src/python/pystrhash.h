@@ -24,10 +24,13 @@ struct pystrhash_key {
 int64_t pystrhash_bytes(const struct pystrhash_key *k, enum pystrhash_alg alg, const void *s,
 			size_t n);
 
-/* Reads t's _Py_HashSecret key into *k: its address from t->runtime_addr
- * and the interpreter file's symbols (looked up once per file). 0 on
- * success. Which algorithm the build uses is for the caller to check
- * against a hash the target stored. */
+/* Where t keeps its key (_Py_HashSecret), from t->runtime_addr and the
+ * interpreter file's symbols (looked up once per file); 0: unknown. Which
+ * algorithm the build uses is for the caller to check against a hash the
+ * target stored. */
+uint64_t pystrhash_key_addr(const struct py_target *t);
+
+/* Reads t's key into *k. 0 on success. */
 int pystrhash_key_read(const struct py_target *t, struct pystrhash_key *k);
 
 #endif
