@@ -368,6 +368,8 @@ struct tentry {
 	uint64_t start_time;
 	uint64_t tstate, interp, ident;	/* ident: threading.get_ident() */
 	uint64_t time_ns;		/* when the current task was read; 0: never */
+	uint64_t idle_until;		/* no asyncio found in its process: a read
+					 * before this finds none (quiet()) */
 	uint32_t age;
 	int cur;			/* recent[] of the current task; -1: none */
 	unsigned next;			/* recent[] slot to fill next */
@@ -721,6 +723,7 @@ struct pyasyncio_cache *pyasyncio_cache_new(size_t capacity)
 		free(c);
 		return NULL;
 	}
+	setcache_touch(c->e, c->nsets * WAYS * sizeof(*c->e));
 	return c;
 }
 
@@ -888,6 +891,28 @@ static int ctx_open(struct pyasyncio_cache *c, const struct py_target *t,
 	return 0;
 }
 
+/*
+ * Until when a read of e's current task can only find none again: its
+ * process (table layouts, <=3.13) has no asyncio.tasks._current_tasks
+ * found, and find_current_tasks() searches again at ap->retry_ns at the
+ * earliest, whichever thread asks (retry_ns only grows), so a task
+ * started later is found as soon as without this. 0: read at each TTL.
+ * A process without asyncio then costs a sample a hash lookup, not a
+ * read (every sample of every target was one: the TTL is below 99 Hz's
+ * period, and a label not found read again).
+ */
+static uint64_t quiet(const struct ctx *x, const struct tentry *e)
+{
+	const struct aproc *ap = x->ap;
+
+	if (x->l != &x->t->layout.asyncio || e->cur >= 0 || ap->current_tasks || ap->refused)
+		return 0;
+	for (int i = 0; i < NRECENT; i++)
+		if (e->recent[i].task)
+			return 0;
+	return ap->retry_ns;
+}
+
 /* Reads the thread's current task now, into e's recent tasks. */
 static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 		    const struct pyasyncio_layout *l, struct tentry *e, uint64_t tstate,
@@ -898,8 +923,11 @@ static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 	c->st.lookups++;
 	e->time_ns = now_ns;
 	e->cur = -1;
-	if (ctx_open(c, t, l, e, tstate, now_ns, &x) == 0)
+	e->idle_until = 0;
+	if (ctx_open(c, t, l, e, tstate, now_ns, &x) == 0) {
 		read_current(&x, e, now_ns);
+		e->idle_until = quiet(&x, e);
+	}
 }
 
 const char *pyasyncio_cache_task_at(struct pyasyncio_cache *c, const struct py_target *t,
@@ -918,8 +946,10 @@ const char *pyasyncio_cache_task_at(struct pyasyncio_cache *c, const struct py_t
 		now_ns = 1;
 	c->clock++;
 	e = entry_get(c, t, tid, tstate, now_ns);
-	if (e->time_ns && now_ns >= e->time_ns && now_ns - e->time_ns < PYASYNCIO_TTL_NS) {
+	if (e->time_ns && now_ns >= e->time_ns &&
+	    (now_ns - e->time_ns < PYASYNCIO_TTL_NS || now_ns < e->idle_until)) {
 		c->st.hits++;
+		fresh = now_ns < e->idle_until;	/* no use reading again */
 	} else {
 		refresh(c, t, l, e, tstate, now_ns);
 		fresh = 1;

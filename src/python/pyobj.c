@@ -8,7 +8,9 @@
  * entries rather than hash (str hashes are randomised per process): a
  * str key is compared by its bytes, once, then by the address of the
  * interned key object; an int key by its hash, which for 0 <= n < 2**61-1
- * is n itself, then by its digits.
+ * is n itself, then by its digits. sys.modules alone (big, and searched in
+ * every new process) is probed by hash, with the process's hash key
+ * (pystrhash.h), as CPython does: see hashed_find().
  *
  * Instance attributes (the Thread's "_name") live in:
  *   <=3.10  the dict at obj + tp_dictoffset, combined or split (split:
@@ -42,6 +44,9 @@
 #define PREFETCH	1024		/* keys object bytes read at once */
 #define PREFETCH_BIG	4096		/* ... of sys.modules (35-102 keys at start) */
 #define STR_FAST	128		/* str object bytes read at once */
+#define IX_MAX		(1u << 16)	/* index table bytes read, at most */
+#define CHAIN_MAX	12		/* keys on a probe chain read, at most */
+#define NCHECK		4		/* keys whose stored hash checks the key */
 
 /* ---- offsets --------------------------------------------------------- */
 
@@ -121,7 +126,26 @@ int pyobj_ctx_init(struct pyobj_ctx *c, const struct py_target *t)
 void pyobj_dview_free(struct pyobj_dview *v)
 {
 	free(v->ent);
+	free(v->ix);
 	v->ent = NULL;
+	v->ix = NULL;
+}
+
+/* The index table of the keys object at keys (idx_bytes bytes after its
+ * header) into v->ix: from the have bytes already read at pre, or read. */
+static int index_read(const struct pyobj_ctx *c, uint64_t keys, const uint8_t *pre, size_t have,
+		      struct pyobj_dview *v, uint64_t idx_bytes)
+{
+	uint64_t at = c->o.dk_indices;
+
+	v->ix = malloc(idx_bytes);
+	if (!v->ix)
+		return -1;
+	if (at + idx_bytes <= have)
+		memcpy(v->ix, pre + at, idx_bytes);
+	else if (py_read(c->t, keys + at, v->ix, idx_bytes))
+		return -1;
+	return 0;
 }
 
 /* Reads a PyDictKeysObject and its entries. A small one (a class's
@@ -129,7 +153,7 @@ void pyobj_dview_free(struct pyobj_dview *v)
  * beyond the object if it is smaller (harmless: only its own bytes are
  * used), else the header alone when that read fails. */
 static int keys_view_n(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dview *v,
-		       size_t have)
+		       size_t have, int want_ix)
 {
 	const struct py_object_offsets *o = &c->o;
 	uint8_t pre[PREFETCH_BIG];
@@ -178,11 +202,19 @@ static int keys_view_n(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dv
 	if (n < 0 || (uint64_t)n > size || (uint64_t)n > MAX_ENTRIES)
 		return -1;
 	v->nentries = (uint64_t)n;
+	v->size = size;
+	v->iw = (unsigned)(idx_bytes / size);
+	if (want_ix && idx_bytes <= IX_MAX && index_read(c, keys, pre, have, v, idx_bytes)) {
+		pyobj_dview_free(v);
+		return -1;
+	}
 	off = o->dk_indices + idx_bytes;
 	v->entries = keys + off;
 	v->ent = malloc(n ? (size_t)n * v->esize : 1);
-	if (!v->ent)
+	if (!v->ent) {
+		pyobj_dview_free(v);
 		return -1;
+	}
 	if (off + (uint64_t)n * v->esize <= have)
 		memcpy(v->ent, pre + off, (size_t)n * v->esize);
 	else if (py_read(c->t, v->entries, v->ent, (size_t)n * v->esize)) {
@@ -194,7 +226,7 @@ static int keys_view_n(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dv
 
 static int keys_view(const struct pyobj_ctx *c, uint64_t keys, struct pyobj_dview *v)
 {
-	return keys_view_n(c, keys, v, PREFETCH);
+	return keys_view_n(c, keys, v, PREFETCH, 0);
 }
 
 int pyobj_dict_head(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dhead *h)
@@ -222,9 +254,9 @@ int pyobj_dict_head(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dhead
 /* The view of a dict whose header is h, reading prefetch bytes of its
  * keys object first. */
 static int head_view(const struct pyobj_ctx *c, const struct pyobj_dhead *h,
-		     struct pyobj_dview *v, size_t prefetch)
+		     struct pyobj_dview *v, size_t prefetch, int want_ix)
 {
-	if (keys_view_n(c, h->keys, v, prefetch))
+	if (keys_view_n(c, h->keys, v, prefetch, want_ix))
 		return -1;
 	if (h->values)
 		v->values = h->values + (c->o.values_values == NO16 ? 0 : c->o.values_values);
@@ -242,7 +274,7 @@ int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview
 		return -1;
 	if (type)
 		*type = h.type;
-	return head_view(c, &h, v, PREFETCH);
+	return head_view(c, &h, v, PREFETCH, 0);
 }
 
 uint64_t pyobj_ent_key(const struct pyobj_dview *v, uint64_t i)
@@ -699,6 +731,174 @@ static void scan_names(const struct pyobj_ctx *c, const struct pyobj_dview *v, u
 					mi->key[m] = pyobj_ent_key(v, b.idx[k]);
 }
 
+/* Index slot i of v's table: an entry index, or -1 (empty), -2 (deleted). */
+static int64_t index_at(const struct pyobj_dview *v, uint64_t i)
+{
+	const uint8_t *p = v->ix + i * v->iw;
+
+	switch (v->iw) {
+	case 1: return (int8_t)p[0];
+	case 2: { int16_t x; memcpy(&x, p, 2); return x; }
+	case 4: { int32_t x; memcpy(&x, p, 4); return x; }
+	default: { int64_t x; memcpy(&x, p, 8); return x; }
+	}
+}
+
+/*
+ * The entries on hash's probe chain in v (Objects/dictobject.c's order,
+ * the same in 3.6-3.14) whose stored hash, if entries keep one, is hash:
+ * the only ones whose key can equal a str of that hash. Their count into
+ * at, at most max; -1 if more, or the table looks wrong.
+ */
+static int probe(const struct pyobj_dview *v, int64_t hash, uint64_t *at, int max)
+{
+	uint64_t mask = v->size - 1, perturb = (uint64_t)hash, i = (uint64_t)hash & mask;
+	int n = 0;
+
+	for (uint64_t step = 0; step < v->size; step++) {
+		int64_t ix = index_at(v, i);
+		const uint8_t *e;
+
+		if (ix == -1)
+			return n;
+		if (ix >= 0) {
+			if ((uint64_t)ix >= v->nentries)
+				return -1;
+			e = v->ent + (uint64_t)ix * v->esize;
+			if (v->ehash == NO16 || (int64_t)py_ld64(e + v->ehash) == hash) {
+				if (n == max)
+					return -1;
+				at[n++] = (uint64_t)ix;
+			}
+		}
+		perturb >>= 5;
+		i = (i * 5 + perturb + 1) & mask;
+	}
+	return -1;
+}
+
+/* The str read into buf (have bytes) as ASCII bytes: 0 and *s, *n. */
+static int ascii_of(const struct pyobj_ctx *c, const uint8_t *buf, size_t have,
+		    const uint8_t **s, size_t *n)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+	uint32_t state;
+	uint64_t len;
+
+	memcpy(&state, buf + co->unicode_state, sizeof(state));
+	memcpy(&len, buf + co->unicode_length, sizeof(len));
+	if (py_str_kind(co, state) != 1 || !py_str_compact(co, state) || !py_str_ascii(co, state) ||
+	    !len || len > have - co->unicode_ascii_size)
+		return -1;
+	*s = buf + co->unicode_ascii_size;
+	*n = (size_t)len;
+	return 0;
+}
+
+/* Which algorithm hashes the keys read into b (owner -1: read to check)
+ * to the hash they keep (PyASCIIObject.hash, just after length): into
+ * mi->alg, hashing 2; -1 when none does. */
+static int check_alg(const struct pyobj_ctx *c, struct pyobj_modindex *mi,
+		     const struct key_batch *b, const int *owner, unsigned n)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+
+	for (unsigned k = 0; k < n; k++) {
+		const uint8_t *s;
+		size_t len;
+		int64_t kept;
+
+		if (owner[k] != -1 || !b->have[k] || ascii_of(c, b->buf[k], b->have[k], &s, &len))
+			continue;
+		memcpy(&kept, b->buf[k] + co->unicode_length + 8, sizeof(kept));
+		if (kept == -1)
+			continue;	/* not hashed yet */
+		for (int a = 0; a < PYSTRHASH_NALGS; a++) {
+			if (pystrhash_bytes(&mi->hk, (enum pystrhash_alg)a, s, len) == kept) {
+				mi->alg = a;
+				mi->hashing = 2;
+				return 0;
+			}
+		}
+		return -1;	/* a kept hash no algorithm gives */
+	}
+	return -1;
+}
+
+/*
+ * Sets mi->key[] from v the way CPython looks the names up: their hashes
+ * (the process's key, pystrhash.h) give the probe chains, and only the
+ * keys on them are read, with, until the algorithm is known, NCHECK
+ * other keys whose kept hash tells it. A scan reads every key, on as many
+ * pages (a new process's 30-150: 40-150 us). 0 when mi->key[] is exact,
+ * -1: compare the keys one by one instead.
+ */
+static int hashed_find(const struct pyobj_ctx *c, const struct pyobj_dview *v,
+		       struct pyobj_modindex *mi)
+{
+	const struct py_code_offsets *co = &c->t->layout.code;
+	uint64_t addr[STR_BATCH], key[STR_BATCH], at[CHAIN_MAX], found[PYOBJ_NMODS];
+	unsigned slot[STR_BATCH], n = 0;
+	int owner[STR_BATCH], a0, a1;	/* owner: m * NALGS + alg, -1: check */
+	struct key_batch b;
+
+	if (mi->hashing < 0 || !v->ix || v->iw * v->size == 0 || (v->size & (v->size - 1)) ||
+	    co->unicode_state != co->unicode_length + 16 || !keys_comparable(co, KEY_MAX))
+		return -1;
+	if (!mi->hashing) {
+		mi->hashing = pystrhash_key_read(c->t, &mi->hk) ? -1 : 1;
+		if (mi->hashing < 0)
+			return -1;
+	}
+	for (uint64_t i = 0; mi->hashing == 1 && i < v->nentries && n < NCHECK; i++) {
+		key[n] = pyobj_ent_key(v, i);
+		if (key[n] && !(key[n] & 7))
+			owner[n++] = -1;
+	}
+	a0 = mi->hashing == 2 ? mi->alg : 0;
+	a1 = mi->hashing == 2 ? mi->alg : PYSTRHASH_NALGS - 1;
+	for (int m = 0; m < PYOBJ_NMODS; m++) {
+		for (int a = a0; a <= a1; a++) {
+			int64_t h = pystrhash_bytes(&mi->hk, (enum pystrhash_alg)a, mod_names[m],
+						    strlen(mod_names[m]));
+			int got = probe(v, h, at, CHAIN_MAX);
+
+			if (got < 0 || n + (unsigned)got > STR_BATCH)
+				return -1;
+			for (int j = 0; j < got; j++) {
+				key[n] = pyobj_ent_key(v, at[j]);
+				owner[n++] = m * PYSTRHASH_NALGS + a;
+			}
+		}
+	}
+	for (unsigned k = 0; k < n; k++) {
+		addr[k] = key[k];
+		slot[k] = k;
+	}
+	if (n)
+		read_merged(c, addr, slot, n, co->unicode_ascii_size + KEY_MAX,
+			    co->unicode_ascii_size + 1, &b);
+	if (mi->hashing == 1 && check_alg(c, mi, &b, owner, n)) {
+		mi->hashing = -1;
+		return -1;
+	}
+	memset(found, 0, sizeof(found));
+	for (unsigned k = 0; k < n; k++) {
+		int m = owner[k] / PYSTRHASH_NALGS;
+		size_t len;
+
+		if (owner[k] < 0 || owner[k] % PYSTRHASH_NALGS != mi->alg)
+			continue;
+		len = strlen(mod_names[m]);
+		if (b.have[k] < co->unicode_ascii_size + len)
+			return -1;	/* a key on the chain unread */
+		if (str_matches(c, b.buf[k], mod_names[m], len))
+			found[m] = key[k];
+	}
+	memcpy(mi->key, found, sizeof(found));
+	return 0;
+}
+
 uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *h,
 			   enum pyobj_mod m, struct pyobj_modindex *mi, uint64_t *str_type)
 {
@@ -711,12 +911,16 @@ uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *
 	 * entry then. */
 	if (mi->viewed && !mi->key[m] && !memcmp(h, &mi->head, sizeof(*h)))
 		return 0;
-	if (head_view(c, h, &v, PREFETCH_BIG))
+	if (head_view(c, h, &v, PREFETCH_BIG, 1))
 		return 0;
-	/* The same entries table, not shorter: the keys before mi->done are
+	/* By hash when the process's key is known; else by comparing keys:
+	 * the same entries table, not shorter, the keys before mi->done are
 	 * the ones compared then (a resize makes a new table, whose keys are
 	 * all compared again). */
-	if (v.entries != mi->entries || v.nentries < mi->done) {
+	if (hashed_find(c, &v, mi) == 0) {
+		mi->entries = v.entries;
+		mi->done = v.nentries;
+	} else if (v.entries != mi->entries || v.nentries < mi->done) {
 		memset(mi->key, 0, sizeof(mi->key));
 		mi->entries = v.entries;
 		mi->done = 0;
@@ -740,6 +944,29 @@ uint64_t pyobj_module_find(const struct pyobj_ctx *c, const struct pyobj_dhead *
 	return val;
 }
 
+/* interp->modules, and in the same read the process's str hash key into
+ * mi (hashing 1, or -1 when it has none): a new process's search needs
+ * both. 0 when unreadable. */
+static uint64_t modules_and_key(const struct pyobj_ctx *c, uint64_t interp,
+				struct pyobj_modindex *mi)
+{
+	uint64_t modules = 0, at = mi->hashing ? 0 : pystrhash_key_addr(c->t);
+	struct iovec local[2] = { { &modules, 8 }, { &mi->hk, sizeof(mi->hk) } };
+	struct iovec remote[2] = {
+		{ (void *)(uintptr_t)(interp + c->o.interp_modules), 8 },
+		{ (void *)(uintptr_t)at, sizeof(mi->hk) },
+	};
+	ssize_t got = target_readv(c->t->src, c->pid, local, at ? 2 : 1, remote, at ? 2 : 1);
+
+	if (!mi->hashing)
+		mi->hashing = at && got == (ssize_t)(8 + sizeof(mi->hk)) ? 1 : -1;
+	/* A source that fails the whole read for the key (a recording made
+	 * without it): the pointer alone. */
+	if (got < 8 && at)
+		got = target_readv(c->t->src, c->pid, local, 1, remote, 1);
+	return got >= 8 ? modules : 0;
+}
+
 uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_modindex *mi,
 		       struct pyobj_dhead *h, uint64_t now_ns)
 {
@@ -752,7 +979,7 @@ uint64_t pyobj_modules(const struct pyobj_ctx *c, uint64_t interp, struct pyobj_
 	mi->head_ns = 0;
 	mi->viewed = 0;
 	if (!modules) {
-		modules = interp ? py_read_ptr(c->t, interp + c->o.interp_modules) : 0;
+		modules = interp ? modules_and_key(c, interp, mi) : 0;
 		if (!modules || (modules & 7))
 			return 0;
 	}

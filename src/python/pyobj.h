@@ -12,6 +12,7 @@
 
 #include "pyoffsets.h"
 #include "pyread.h"
+#include "pystrhash.h"
 #include "pyversion.h"
 
 /*
@@ -50,6 +51,9 @@ struct pyobj_dview {
 	uint64_t nentries;
 	uint16_t esize, ekey, evalue, ehash;	/* ehash NO16: no hash stored */
 	uint8_t *ent;		/* nentries * esize bytes, malloc'd */
+	uint64_t size;		/* slots of the index table */
+	unsigned iw;		/* bytes of an index */
+	uint8_t *ix;		/* the index table, malloc'd, when asked for */
 };
 
 void pyobj_dview_free(struct pyobj_dview *v);
@@ -112,6 +116,12 @@ struct pyobj_modindex {
 	uint64_t head_ns;	/* the sample time head was read at; 0: none */
 	struct pyobj_dhead head;
 	int viewed;		/* a search has seen every entry since head was read */
+	/* Searches by hash (pystrhash.h): 0 not tried, 1 key read, 2 and
+	 * its algorithm checked against a key's stored hash, -1 unusable
+	 * (keys are compared one by one). */
+	int hashing;
+	int alg;		/* enum pystrhash_alg, when hashing is 2 */
+	struct pystrhash_key hk;
 };
 /* 0 on success. */
 int pyobj_dict_head(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dhead *h);
