@@ -723,7 +723,6 @@ struct pyasyncio_cache *pyasyncio_cache_new(size_t capacity)
 		free(c);
 		return NULL;
 	}
-	setcache_touch(c->e, c->nsets * WAYS * sizeof(*c->e));
 	return c;
 }
 

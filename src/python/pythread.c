@@ -225,7 +225,6 @@ struct pythread_cache *pythread_cache_new(size_t capacity)
 		free(c);
 		return NULL;
 	}
-	setcache_touch(c->e, c->nsets * WAYS * sizeof(*c->e));
 	return c;
 }
 

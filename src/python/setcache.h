@@ -18,19 +18,4 @@ static inline void *setcache_alloc(size_t capacity, size_t ways, size_t entry_si
 	return calloc(sets * ways, entry_size);
 }
 
-/*
- * Writes a byte of each page of the n bytes at p (setcache_alloc()'s
- * room, mapped lazily): a cache whose sets each new process picks at
- * random (thread names, asyncio tasks) otherwise takes a page fault per
- * new process, in its first ~thousand (the churn bench's whole window),
- * inside the sample's processing; here they cost once, at start.
- */
-static inline void setcache_touch(void *p, size_t n)
-{
-	volatile unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i += 4096)
-		b[i] = 0;
-}
-
 #endif
