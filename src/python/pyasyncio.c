@@ -42,6 +42,7 @@
  */
 #include "pyasyncio.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -923,9 +924,15 @@ static void refresh(struct pyasyncio_cache *c, const struct py_target *t,
 	e->time_ns = now_ns;
 	e->cur = -1;
 	e->idle_until = 0;
+	errno = 0;
 	if (ctx_open(c, t, l, e, tstate, now_ns, &x) == 0) {
 		read_current(&x, e, now_ns);
 		e->idle_until = quiet(&x, e);
+	} else if (errno == ESRCH) {
+		/* The process has exited and its records are still being
+		 * added: nothing more can be read (each of its samples read
+		 * again and failed, ~7 reads per short-lived process). */
+		e->idle_until = UINT64_MAX;
 	}
 }
 
