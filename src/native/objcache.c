@@ -3,14 +3,17 @@
 #include "objcache.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "target_src.h"
 
@@ -26,7 +29,14 @@
 #define OC_DEBUG_TAG		0x9e3779b97f4a7c15ull
 #define OC_FIDS			1024	/* mapped files remembered by their maps
 					 * identity (a power of two) */
-#define OC_FID_NS		1000000000ull	/* ... and stat'ed again this often */
+#define OC_FID_NS		1000000000ull	/* ... and stat'ed again this often
+						 * when their object has no watch */
+/* What can change a watched file's bytes or stat identity in place: writes,
+ * truncation, a touch (mtime) and a close after writing (writes through a
+ * shared mapping send no IN_MODIFY). A rename or unlink changes neither:
+ * the maps line's path, part of a fid's key, tells those. */
+#define OC_WATCH_MASK		(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE)
+#define OC_WATCH_READS		8	/* reads per drain; more: as if lost */
 
 struct oc_memo {
 	uint64_t serial;		/* 0: not resolved yet; OC_NO_OBJ */
@@ -37,13 +47,18 @@ struct oc_memo {
  * object found behind it: a new process of an interpreter already seen
  * maps the same files, found here without a look through its map_files
  * (an access() and a stat() per mapping, most of the system calls of its
- * attach). The file is stat'ed again at most every OC_FID_NS: changed in
- * place, it is another object from then on. */
+ * attach). While mapped, the dev and inode name that very inode, so only
+ * a write in place can make it differ from the object: an inotify watch on
+ * the object's file tells that, and a fid of it is trusted until an event
+ * comes. Without a watch (no inotify, limits, a file system whose stat
+ * numbers differ from its maps'), the file is stat'ed again at most every
+ * OC_FID_NS. Changed in place, it is another object from then on. */
 struct oc_fid {
 	uint64_t dev, ino, path_hash;	/* path_hash 0: empty */
 	uint64_t serial;		/* the object's, and its slot */
 	uint32_t slot;
-	uint64_t checked_ns;		/* when it was last stat'ed */
+	uint64_t checked_ns;		/* when it was last stat'ed; 0: its
+					 * object's watch fired */
 };
 
 struct objcache {
@@ -60,6 +75,9 @@ struct objcache {
 	void (*obj_free[OC_USERS])(void *ctx, void *data);
 	void (*proc_free[OC_USERS])(void *ctx, void *data);
 	struct oc_fid fid[OC_FIDS];	/* by hash of the maps identity */
+	int nfd;			/* inotify, made on first use; -1: none */
+	int nfd_tried;
+	uint64_t drained_ns;		/* when its events were last read */
 	uint64_t seen[OC_SEEN_SLOTS];	/* identity hashes, 0: empty */
 	size_t nseen;
 	struct objcache_stats st;
@@ -216,8 +234,30 @@ static void obj_user_clear(struct objcache *oc, struct oc_obj *o, int u)
 	o->user_bytes[u] = 0;
 }
 
+/* Is wd another entry's watch too? (An inode changed in place can have
+ * two entries, the old one and the new; the kernel gives both one wd.) */
+static int wd_shared(const struct objcache *oc, const struct oc_obj *o, int wd)
+{
+	for (size_t i = 0; i < oc->opt.max_objects; i++)
+		if (&oc->obj[i] != o && oc->obj[i].serial && oc->obj[i].wd == wd)
+			return 1;
+	return 0;
+}
+
+/* o no longer relies on its watch; removed unless another entry has it. */
+static void watch_drop(struct objcache *oc, struct oc_obj *o)
+{
+	if (!o->wd)
+		return;
+	if (!wd_shared(oc, o, o->wd))
+		inotify_rm_watch(oc->nfd, o->wd);
+	o->wd = 0;
+	oc->st.watches--;
+}
+
 static void obj_clear(struct objcache *oc, struct oc_obj *o)
 {
+	watch_drop(oc, o);
 	for (int u = 0; u < OC_USERS; u++)
 		obj_user_clear(oc, o, u);
 	elf_file_close(o->ef);
@@ -398,6 +438,89 @@ static int stat_by_name(const struct oc_proc *p, const struct proc_map *m, struc
 	       st->st_dev != makedev(m->dev_major, m->dev_minor) ? -1 : 0;
 }
 
+/* ---- watches on the objects' files ------------------------------------- */
+
+/* Does mapping m map o's very file (its maps identity is o's stat one)? */
+static int maps_obj_file(const struct proc_map *m, const struct oc_obj *o)
+{
+	return o->ino == m->inode && o->dev == makedev(m->dev_major, m->dev_minor);
+}
+
+/* Watches o's file, found by m's name in p: only if a stat after the watch
+ * is made still finds o's identity (a write between o's load and the watch
+ * would go unseen otherwise). No watch, on any failure: o's fids are then
+ * stat'ed every OC_FID_NS. The cache maps the file, so the watch pins no
+ * inode it did not already. */
+static void watch_arm(struct objcache *oc, const struct oc_proc *p, const struct proc_map *m,
+		      struct oc_obj *o)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	int n, wd;
+
+	if (!oc->nfd_tried) {
+		oc->nfd_tried = 1;
+		oc->nfd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	}
+	n = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
+	if (oc->nfd < 0 || o->wd || !maps_obj_file(m, o) || n < 0 || (size_t)n >= sizeof(path))
+		return;
+	wd = inotify_add_watch(oc->nfd, path, OC_WATCH_MASK);
+	if (wd <= 0)
+		return;
+	if (stat_by_name(p, m, &st) == 0 && same_file(&st, o)) {
+		o->wd = wd;
+		oc->st.watches++;
+	} else if (!wd_shared(oc, o, wd)) {
+		inotify_rm_watch(oc->nfd, wd);
+	}
+}
+
+/* An event on wd (-1: events were lost): each object watched so may have
+ * changed in place; its watch goes and its fids are stat'ed when next
+ * used (then loaded again if they differ, and watched anew). */
+static void watch_fired(struct objcache *oc, int wd)
+{
+	for (size_t i = 0; i < oc->opt.max_objects; i++) {
+		struct oc_obj *o = &oc->obj[i];
+
+		if (!o->serial || !o->wd || (wd >= 0 && o->wd != wd))
+			continue;
+		oc->st.watch_fired++;
+		watch_drop(oc, o);
+		for (size_t k = 0; k < OC_FIDS; k++)
+			if (oc->fid[k].serial == o->serial)
+				oc->fid[k].checked_ns = 0;
+	}
+}
+
+/* Reads the pending events, without blocking: before a watched fid is
+ * trusted, if p's maps were read since the last drain (a change made
+ * before they were read is seen) or OC_REFRESH_NS have passed, so that
+ * runs of look-ups read it once. Any failure counts as lost events. */
+static void watch_drain(struct objcache *oc, const struct oc_proc *p, uint64_t now)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	if (p->read_ns <= oc->drained_ns && now - oc->drained_ns < OC_REFRESH_NS)
+		return;
+	oc->drained_ns = now;
+	for (int r = 0; r < OC_WATCH_READS; r++) {
+		ssize_t n = read(oc->nfd, buf, sizeof(buf));
+		const struct inotify_event *ev;
+
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0)
+			break;
+		for (ssize_t at = 0; at + (ssize_t)sizeof(*ev) <= n; at += sizeof(*ev) + ev->len) {
+			ev = (const struct inotify_event *)(buf + at);
+			watch_fired(oc, ev->mask & IN_Q_OVERFLOW ? -1 : ev->wd);
+		}
+	}
+	watch_fired(oc, -1);
+}
+
 /* The object f names, if f is mapping m's: as it is if f was stat'ed
  * recently, else if a stat of the mapped file (by name, else through
  * map_files: one system call, not map_file's two) still finds the
@@ -415,6 +538,10 @@ static struct oc_obj *fid_find(struct objcache *oc, struct oc_fid *f, const stru
 	o = &oc->obj[f->slot];
 	if (o->serial != f->serial)
 		return NULL;
+	if (o->wd)
+		watch_drain(oc, p, now);
+	if (o->wd && maps_obj_file(m, o))
+		return o;
 	if (now - f->checked_ns < OC_FID_NS)
 		return o;
 	if (stat_by_name(p, m, &st)) {
@@ -516,6 +643,8 @@ static struct oc_obj *obj_resolve(struct objcache *oc, const struct oc_proc *p,
 	}
 	o = obj_load(oc, p, m);
 	fid_note(f, m, hash, oc, o, now);
+	if (f && o && !o->wd)
+		watch_arm(oc, p, m, o);
 	return o;
 }
 
@@ -543,7 +672,8 @@ struct oc_obj *objcache_obj(struct objcache *oc, struct oc_proc *p, size_t i)
 struct oc_obj *objcache_map_obj(struct objcache *oc, const struct target_src *src, int pid,
 				const struct proc_map *m)
 {
-	const struct oc_proc p = { .pid = pid, .src = src };
+	/* Read now: a watch event pending is read before a fid is trusted. */
+	const struct oc_proc p = { .pid = pid, .src = src, .read_ns = now_ns() };
 
 	if (m->path[0] != '/' && strcmp(m->path, "[vdso]"))
 		return NULL;
@@ -625,6 +755,7 @@ struct objcache *objcache_new(const struct objcache_opts *opts)
 		oc->opt.max_objects = OC_MAX_OBJECTS;
 	if (oc->opt.max_procs > OC_MAX_PROCS)
 		oc->opt.max_procs = OC_MAX_PROCS;
+	oc->nfd = -1;
 	oc->obj = calloc(oc->opt.max_objects, sizeof(*oc->obj));
 	oc->proc = calloc(oc->opt.max_procs, sizeof(*oc->proc));
 	if (!oc->obj || !oc->proc) {
@@ -644,6 +775,8 @@ void objcache_free(struct objcache *oc)
 	for (size_t i = 0; oc->obj && i < oc->opt.max_objects; i++)
 		if (oc->obj[i].serial)
 			obj_clear(oc, &oc->obj[i]);
+	if (oc->nfd >= 0)
+		close(oc->nfd);
 	free(oc->proc);
 	free(oc->obj);
 	free(oc);
@@ -679,7 +812,8 @@ void objcache_describe(const struct objcache *oc, char *buf, size_t len)
 	snprintf(buf, len, "native objects: %llu opened, %llu maps parses, %llu vDSO images read"
 		 " (%llu distinct files and debug files, %llu debug files; entries: %llu loaded,"
 		 " %llu hits, %llu evicted, %llu failures; processes: %llu hits, %llu misses,"
-		 " %llu evicted; %llu files known by their maps line; %llu table bytes)",
+		 " %llu evicted; %llu files known by their maps line, %llu stat'ed again, %llu watched,"
+		 " %llu watches fired; %llu table bytes)",
 		 (unsigned long long)s->elf_opens, (unsigned long long)s->maps_reads,
 		 (unsigned long long)s->vdso_copies,
 		 (unsigned long long)s->distinct, (unsigned long long)s->debug_files,
@@ -687,5 +821,6 @@ void objcache_describe(const struct objcache *oc, char *buf, size_t len)
 		 (unsigned long long)s->obj_evictions, (unsigned long long)s->obj_failures,
 		 (unsigned long long)s->proc_hits, (unsigned long long)s->proc_misses,
 		 (unsigned long long)s->proc_evictions, (unsigned long long)s->fid_hits,
-		 (unsigned long long)s->bytes);
+		 (unsigned long long)s->fid_checks, (unsigned long long)s->watches,
+		 (unsigned long long)s->watch_fired, (unsigned long long)s->bytes);
 }

@@ -53,6 +53,9 @@ struct oc_obj {
 	struct elf_file *dbg;
 	void *user[OC_USERS];		/* freed with the entry */
 	size_t user_bytes[OC_USERS];	/* counted against max_bytes */
+	int wd;				/* inotify watch on the file, 0: none
+					 * (its maps identities are stat'ed
+					 * again every OC_FID_NS instead) */
 };
 
 struct oc_memo;
@@ -85,7 +88,11 @@ struct objcache_stats {
 	uint64_t maps_reads;		/* /proc/PID/maps (re)reads */
 	uint64_t fid_hits;		/* mapped files known by their maps
 					 * identity: no stat ... */
-	uint64_t fid_checks;		/* ... or one, OC_FID_NS after the last */
+	uint64_t fid_checks;		/* ... or one, OC_FID_NS after the last
+					 * (files without a watch) */
+	uint64_t watches;		/* inotify watches held now */
+	uint64_t watch_fired;		/* watched objects a change event
+					 * (or a lost one) made stat again */
 	uint64_t bytes;			/* users' data held now */
 };
 
