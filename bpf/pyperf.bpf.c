@@ -41,6 +41,20 @@ const volatile bool kernel_stacks = false;
 /* --mode wall: samples weigh the time they cover (oncpu_span), in
  * ns of a sampling period at most SPAN_MAX_PERIODS sample_period_ns. */
 const volatile bool wall_mode = false;
+
+/* Explicit targets (--pid, a command: set by user space): every code
+ * object new to the program wakes user space, not only those not captured
+ * whole, so that the first batch of a program starting asyncio is added
+ * at once and the program learns where its tasks are (pyasyncio.c) before
+ * most of their samples; a task's labels are otherwise missing from its
+ * first ~200 ms (one batch). On a whole host each such wake-up is paid by
+ * every new process (issue 25), so there only urgent code wakes. */
+const volatile bool prompt_new_code = false;
+
+static __always_inline int code_wakes(__u32 fresh)
+{
+	return (fresh & CODE_URGENT) || (prompt_new_code && (fresh & CODE_NEW));
+}
 const volatile __u64 sample_period_ns = 1000000;
 
 /* Elements allocated one by one (kmalloc'd, in the kernel's direct map)
@@ -588,7 +602,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	 * new code object may be freed soon, a mapping waits for its tables.
 	 * Not a code object captured whole: its entry is made from the
 	 * capture, however late (pysym.c). */
-	if ((w.fresh & CODE_URGENT) || prev_pid != tgid || cfg->wake_first)
+	if (code_wakes(w.fresh) || prev_pid != tgid || cfg->wake_first)
 		s->h.flags |= SAMPLE_F_NEW_CODE;
 	if (tables_missing(s))
 		s->h.flags |= SAMPLE_F_NO_TABLES;
@@ -606,7 +620,7 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	/* A process's first sample too, where user space asks (wake_first):
 	 * it then learns soon where its asyncio tasks are (pyasyncio.c),
 	 * which the program needs to name them. */
-	wake = wakeup_flag((w.fresh & CODE_URGENT) || tables_missing(s) ||
+	wake = wakeup_flag(code_wakes(w.fresh) || tables_missing(s) ||
 			   (s->h.flags & SAMPLE_F_NEW_TASK) || cfg->wake_first, s->h.time_ns);
 	if (cfg->wake_first)
 		cfg->wake_first = 0;

@@ -103,6 +103,7 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 	}
 	/* Nothing waits for a target's exit on the whole host. */
 	skel->rodata->lazy_exits = cfg->all;
+	skel->rodata->prompt_new_code = !cfg->all;
 	skel->rodata->gil_only = cfg->gil_only;
 	skel->rodata->kernel_stacks = cfg->kernel;
 	/* Spans of time weigh samples whose period is time. */
