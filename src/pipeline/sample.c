@@ -261,6 +261,16 @@ static uint64_t named_function(struct sample_sink *k, const struct nsym_result *
 	return f->fid;
 }
 
+/* The pprof mapping of the located r's mapping, as interned. */
+static uint64_t mapping_of(struct sample_sink *k, const struct nsym_result *r)
+{
+	struct profile_mapping_desc d = { .memory_start = r->map_start,
+		.memory_limit = r->map_limit, .file_offset = r->map_offset,
+		.filename = r->path, .build_id = r->build_id, .has_functions = true };
+
+	return profile_mapping(k->prof, &d);
+}
+
 /* The pprof mapping of the located r's mapping in t, whether it is t's
  * interpreter file, and its symbol-gap slot, kept per maps read: every
  * frame of a new process in a known file needs them, and they cost a
@@ -272,9 +282,6 @@ static const struct map_memo *native_mapping(struct sample_sink *k, const struct
 	uint64_t prof = profile_serial(k->prof);
 	uint64_t h = (r->map_start ^ r->maps_gen << 40) * 0x9e3779b97f4a7c15ULL;
 	struct map_memo *m = &k->mmemo[(h >> 32) % MAP_MEMO];
-	struct profile_mapping_desc d = { .memory_start = r->map_start,
-		.memory_limit = r->map_limit, .file_offset = r->map_offset,
-		.filename = r->path, .build_id = r->build_id, .has_functions = true };
 
 	if (m->maps_gen == r->maps_gen && m->start == r->map_start && m->t == t) {
 		symgap_count_slot(&k->gaps, m->gap, named);
@@ -286,7 +293,7 @@ static const struct map_memo *native_mapping(struct sample_sink *k, const struct
 			.gap = (int32_t)symgap_count(&k->gaps, &t->root, r->path, r->build_id,
 						     named) };
 	}
-	m->mid = profile_mapping(k->prof, &d);
+	m->mid = mapping_of(k, r);
 	m->prof = m->mid ? prof : 0;
 	return m;
 }
@@ -298,7 +305,6 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 			       struct native_memo *memo)
 {
 	struct nsym_result r;
-	struct profile_mapping_desc m = { 0 };
 	const struct map_memo *mm;
 	struct file_memo *f = NULL;
 	uint64_t fid, mid = 0;
@@ -326,15 +332,8 @@ static uint64_t native_resolve(struct sample_sink *k, const struct py_target *t,
 		*is_eval = in_interp && pyeval_contains(&t->eval, r.file_vaddr);
 	else
 		*is_eval = named && pyeval_name_is_loop(r.name);
-	if (r.status == NSYM_NO_FILE) {
-		m.memory_start = r.map_start;
-		m.memory_limit = r.map_limit;
-		m.file_offset = r.map_offset;
-		m.filename = r.path;
-		m.build_id = r.build_id;
-		m.has_functions = true;
-		mid = profile_mapping(k->prof, &m);
-	}
+	if (r.status == NSYM_NO_FILE)
+		mid = mapping_of(k, &r);
 	fid = named ? named_function(k, &r, f) : unknown_native(k, &r);
 	*hide = hides(k, fid, named ? r.name : NULL, in_interp);
 	return fid ? profile_location(k->prof, mid, pc, fid, 0) : 0;
