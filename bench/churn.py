@@ -36,7 +36,8 @@ idle = [subprocess.Popen([pys[i % len(pys)], "-c", host.IDLE]) for i in range(10
 busy = [subprocess.Popen([pys[i % len(pys)], "-c", host.BUSY]) for i in range(2)]
 prof = subprocess.Popen([binp, "-F", "99", "-d", "0", os.environ.get("CHURN_FLAG", "-q"),
                          "-o", "churn.pb.gz"], stderr=open("churn.err", "w"))
-time.sleep(8)
+time.sleep(7)
+host.warm_short(pys)
 wall, pc, _ = host.window(prof, 10, busy)
 tool = None
 if mode == "strace":
