@@ -12,8 +12,11 @@ strace: `strace -c -f` of the profiler during the churn window, written to
 churn.strace (divide the calls by the new processes); perf: `perf record
 -g` of it to churn.perf (build with CFLAGS="-O2 -g -fno-omit-frame-pointer"
 for whole call chains). CHURN_FLAG=-v writes the profiler's statistics to
-churn.err. Files go to the current directory. Figures are noisy on a loaded
-machine: alternate the builds compared.
+churn.err. CHURN_PY=INTERPRETER runs every process (idle, busy, new) with
+that one interpreter instead of pyenv's five: a distribution build, or a
+wrapper script that runs one in a chroot as a container would. Files go
+to the current directory. Figures are noisy on a loaded machine: alternate
+the builds compared.
 """
 import os
 import subprocess
@@ -31,7 +34,7 @@ if len(sys.argv) < 3:
     sys.exit(__doc__)
 binp, secs = os.path.abspath(sys.argv[1]), float(sys.argv[2])
 mode = sys.argv[3] if len(sys.argv) > 3 else None
-pys = host.pythons()
+pys = [os.environ["CHURN_PY"]] if os.environ.get("CHURN_PY") else host.pythons()
 idle = [subprocess.Popen([pys[i % len(pys)], "-c", host.IDLE]) for i in range(10)]
 busy = [subprocess.Popen([pys[i % len(pys)], "-c", host.BUSY]) for i in range(2)]
 prof = subprocess.Popen([binp, "-F", "99", "-d", "0", os.environ.get("CHURN_FLAG", "-q"),
