@@ -837,4 +837,38 @@ struct py_rule_slot {
 	__u32 _pad;
 };
 
+/*
+ * A process's mappings from the task_vma iterator (bpf/maps_iter.bpf.c),
+ * in place of the text of /proc/PID/maps: the kernel formats that text
+ * and looks each mapping up under its own lock (~95 us for a new Python
+ * process, most of its attach). One record per mapping, without the path:
+ * user space names a file it has seen in a maps text before by its key
+ * (mount, dentry, inode and its generation: one path), and reads the
+ * text for a process with a file it has not (src/memsource/maps_text.c).
+ */
+#define PY_VMA_F_FILE		(1u << 0)	/* file-backed: key is set */
+#define PY_VMA_F_FALLBACK	(1u << 1)	/* read /proc/PID/maps: a file of an
+						 * internal mount (an overlayfs layer,
+						 * whose maps name is its user path;
+						 * shmem, memfd), or a deleted one */
+#define PY_VMA_NAME_HEAP	1
+#define PY_VMA_NAME_STACK	2
+#define PY_VMA_NAME_VDSO	3
+
+struct py_vma_rec {
+	__u64 start, end;
+	__u64 pgoff;		/* bytes; 0 for an anonymous mapping */
+	__u64 ino;
+	__u64 key;		/* the file's mount and dentry, mixed (not the
+				 * kernel's addresses themselves) */
+	__u32 gen;		/* the inode's i_generation */
+	__u32 dev;		/* the kernel's encoding: major << 20 | minor */
+	__u32 vm_flags;		/* VM_READ 1, VM_WRITE 2, VM_EXEC 4, VM_MAYSHARE 0x80 */
+	__u32 map_count;	/* mm->map_count at this record: all equal and
+				 * the record count, or the list is incomplete */
+	__u16 flags;		/* PY_VMA_F_* */
+	__u8 name;		/* PY_VMA_NAME_*, anonymous mappings; 0: none */
+	__u8 _pad[5];
+};
+
 #endif /* PYPERF_H */

@@ -71,15 +71,15 @@ CFLAGS_FUZZ="-g -O1 -std=gnu11 -fno-omit-frame-pointer \
 
 sources() {
 	case $1 in
-	elf) echo "src/memsource/elffile.c src/memsource/live_src.c src/memsource/proc_root.c" ;;
+	elf) echo "src/memsource/elffile.c src/memsource/live_src.c src/memsource/maps_text.c src/memsource/proc.c src/memsource/proc_root.c" ;;
 	maps) echo "src/memsource/proc.c" ;;
 	linetable) echo "src/python/linetable.c" ;;
 	debugoffsets) echo "src/python/pydebugoffsets.c src/python/pylayout_rows.c" ;;
 	merge) echo "src/pipeline/merge.c" ;;
 	debug_frame) echo "src/native/debug_frame.c" ;;
-	unwind_table) echo "src/native/unwind_table.c src/memsource/elffile.c src/memsource/live_src.c src/memsource/proc_root.c" ;;
+	unwind_table) echo "src/native/unwind_table.c src/memsource/elffile.c src/memsource/live_src.c src/memsource/maps_text.c src/memsource/proc.c src/memsource/proc_root.c" ;;
 	profile) echo "src/pipeline/profile.c src/output/pprof_write.c src/output/collapsed.c" ;;
-	replay) echo "src/record/record_codec.c src/record/recorder.c src/record/elf_reduce.c src/record/recording.c src/record/replay_src.c src/record/replay.c src/memsource/proc.c src/memsource/proc_root.c src/memsource/elffile.c src/memsource/live_src.c src/pipeline/sample.c src/pipeline/asyncstack.c src/pipeline/merge.c src/pipeline/native_diff.c
+	replay) echo "src/record/record_codec.c src/record/recorder.c src/record/elf_reduce.c src/record/recording.c src/record/replay_src.c src/record/replay.c src/memsource/proc.c src/memsource/proc_root.c src/memsource/elffile.c src/memsource/live_src.c src/memsource/maps_text.c src/pipeline/sample.c src/pipeline/asyncstack.c src/pipeline/merge.c src/pipeline/native_diff.c
 		src/native/objcache.c src/native/debug_frame.c src/native/unwind.c src/native/unwind_table.c src/native/trampoline.c src/native/nsym.c src/native/plt.c src/native/ksym.c
 		src/pipeline/native_filter.c src/python/pyfuncs.c src/pipeline/symgap.c src/python/pysym.c src/python/pycapture.c src/python/pythread.c src/python/pyobj.c src/python/pystrhash.c src/python/pyasyncio.c src/python/pyasyncio_debug.c src/python/pyawait.c src/python/linetable.c
 		src/python/pyoffsets_table.c src/python/pydebugoffsets.c src/python/pylayout.c src/python/pyeval.c src/python/pytramp.c src/python/pyversion.c

@@ -26,7 +26,7 @@ import os, re, sys
 top, layers = sys.argv[1], sys.argv[2].split()
 rank = {m: i for i, m in enumerate(layers)}
 # Generated at build time (configure, bpftool, protoc-c): not in the tree.
-generated = {"config.h", "vmlinux.h", "pyperf.skel.h", "profile.pb-c.h"}
+generated = {"config.h", "vmlinux.h", "pyperf.skel.h", "maps_iter.skel.h", "profile.pb-c.h"}
 
 def module(rel):
     parts = rel.split("/")

@@ -24,6 +24,7 @@
 #include "bpf_attach.h"
 #include "eventlog.h"
 #include "ktables.h"
+#include "maps_iter.h"
 #include "objcache.h"
 #include "launch.h"
 #include "output.h"
@@ -126,6 +127,9 @@ struct session {
 	int64_t pass_end;		/* this ring-buffer pass yields then */
 	unsigned pass_records;
 	struct objcache *objs;		/* every ELF file, opened once (probe, unwind, symbols) */
+	struct maps_iter *mapsi;	/* mappings without /proc text; NULL: the file */
+	struct live_maps_reader mapsr;
+	struct target_src *live;	/* the live system, read through mapsi */
 	struct ktables *kt;		/* --unwind kernel/both: the BPF tables */
 	struct native_diff diff;	/* --unwind both */
 	struct rec_batch batch;
@@ -271,13 +275,25 @@ static pid_t thread_group_of(pid_t pid)
 	return (pid_t)tgid;
 }
 
+/* The live system as this session reads it: through the task_vma
+ * iterator for mappings where it loads (a new process's /proc/PID/maps
+ * text was most of its attach), else as target_src_live(). */
+static const struct target_src *live_src(struct session *s)
+{
+	if (!s->live && !s->mapsi && (s->mapsi = maps_iter_open(s->cfg->verbose))) {
+		s->mapsr = (struct live_maps_reader){ .read = maps_iter_read, .ctx = s->mapsi };
+		s->live = target_src_live_new(&s->mapsr);
+	}
+	return s->live ? s->live : target_src_live();
+}
+
 static int find_targets(struct session *s)
 {
 	/* Before the targets: the interpreter probe opens their files here. */
 	s->objs = objcache_new(NULL);
 	if (!s->objs)
 		return -1;
-	targets_init(&s->ts, s->rec ? record_src(s->rec) : target_src_live(), s->objs,
+	targets_init(&s->ts, s->rec ? record_src(s->rec) : live_src(s), s->objs,
 		     s->cfg->all, s->cfg->subprocesses, on_target, s);
 	for (int i = 0; i < s->cfg->npids; i++) {
 		pid_t pid = s->cfg->pids[i], tgid = thread_group_of(pid);
@@ -835,6 +851,14 @@ static int poll_loop(struct session *s)
 		fprintf(stderr, "pyperf-pprof: discovery: %" PRIu64 " scans of /proc after the first (every %" PRId64 " s), %" PRIu64 " targets found by process events (%" PRIu64 " tries too early), %" PRIu64 " by scans, %" PRIu64 " process events lost\n",
 			s->ts.scans, s->scan_ns / 1000000000, s->ts.found_by_event, s->ts.tries_failed,
 			s->ts.found_by_scan, s->events_lost);
+	if (s->cfg->verbose) {
+		unsigned long written, read;
+
+		target_src_live_maps_counts(s->live, &written, &read);
+		fprintf(stderr, "pyperf-pprof: mappings: %lu lists written from the task_vma iterator, %lu read from /proc/PID/maps (%s)\n",
+			written, read, s->mapsi ? "a file not seen before, deleted, or of shared memory" :
+			"the iterator did not load");
+	}
 	return 0;
 }
 
@@ -1107,7 +1131,7 @@ static int start(struct session *s)
 	/* --record: opened before the targets are found, so what finding
 	 * them reads (3.13+: _Py_DebugOffsets) is recorded too. */
 	if (s->cfg->record &&
-	    !(s->rec = record_open(s->cfg->record, target_src_live(), err, sizeof(err)))) {
+	    !(s->rec = record_open(s->cfg->record, live_src(s), err, sizeof(err)))) {
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		return -1;
 	}
@@ -1197,6 +1221,8 @@ int session_run(const struct config *cfg)
 		fprintf(stderr, "pyperf-pprof: %s\n", err);
 		rc = rc ? rc : 1;
 	}
+	target_src_live_free(s->live);
+	maps_iter_close(s->mapsi);
 	free(s);
 	return rc;
 }

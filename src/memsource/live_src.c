@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "elffile.h"
+#include "maps_text.h"
 #include "proc.h"
 #include "proc_root.h"
 
@@ -35,7 +36,8 @@ static void own_names(const char *path, char *text, size_t *len)
 	*len = proc_root_strip(text, *len, prefix);
 }
 
-static char *live_read_file(void *ctx, const char *path, size_t max, size_t *len)
+/* A file of at most max bytes, as it is. */
+static char *read_path(const char *path, size_t max, size_t *len)
 {
 	size_t cap = 65536, n = 0;
 	char *buf = malloc(cap);
@@ -68,13 +70,53 @@ static char *live_read_file(void *ctx, const char *path, size_t max, size_t *len
 	}
 	close(fd);
 	*len = n;
-	own_names(path, buf, len);
 	return buf;
 fail:
 	if (fd >= 0)
 		close(fd);
 	free(buf);
 	return NULL;
+}
+
+struct live_with {
+	struct target_src src;
+	struct live_maps_reader r;
+	struct maps_paths *paths;
+	unsigned long written, read;	/* maps texts: from records, from the file */
+};
+
+/* /proc/PID/maps: written from the reader's records where it knows every
+ * file's path, else read, and the records' paths learnt from it. */
+static char *read_maps(struct live_with *w, const char *path, pid_t pid, size_t max,
+		       size_t *len)
+{
+	void *recs = w ? w->r.read(w->r.ctx, pid, len) : NULL;
+	size_t rlen = recs ? *len : 0;
+	char *text = recs ? maps_text_from_vmas(w->paths, recs, rlen, len) : NULL;
+
+	if (text) {
+		w->written++;
+	} else if ((text = read_path(path, max, len)) && w) {
+		w->read++;
+		if (recs)
+			maps_paths_learn(w->paths, recs, rlen, text, *len);
+	}
+	free(recs);
+	return text;
+}
+
+static char *live_read_file(void *ctx, const char *path, size_t max, size_t *len)
+{
+	unsigned pid;
+	char *text;
+	int n = 0;
+
+	if (sscanf(path, "/proc/%u/maps%n", &pid, &n) != 1 || path[n] != '\0')
+		return read_path(path, max, len);
+	text = read_maps(ctx, path, (pid_t)pid, max, len);
+	if (text)
+		own_names(path, text, len);
+	return text;
 }
 
 /* /proc/PID/map_files/... opens the mapped file even if it was deleted or
@@ -105,4 +147,43 @@ static const struct target_src live_src = { .ops = &live_ops };
 const struct target_src *target_src_live(void)
 {
 	return &live_src;
+}
+
+struct target_src *target_src_live_new(const struct live_maps_reader *r)
+{
+	struct live_with *w = calloc(1, sizeof(*w));
+
+	if (!w || !(w->paths = maps_paths_new())) {
+		free(w);
+		return NULL;
+	}
+	w->r = *r;
+	w->src.ops = &live_ops;
+	w->src.ctx = w;
+	return &w->src;
+}
+
+void target_src_live_free(struct target_src *s)
+{
+	struct live_with *w = (struct live_with *)s;
+
+	if (!s || s == &live_src)
+		return;
+	maps_paths_free(w->paths);
+	free(w);
+}
+
+void target_src_live_maps_counts(const struct target_src *s, unsigned long *written,
+				 unsigned long *read)
+{
+	const struct live_with *w = (const struct live_with *)s;
+	int with = s && s != &live_src && target_src_is_live(s);
+
+	*written = with ? w->written : 0;
+	*read = with ? w->read : 0;
+}
+
+int target_src_is_live(const struct target_src *s)
+{
+	return s && s->ops == &live_ops;
 }

@@ -39,6 +39,27 @@ struct target_src {
 /* The live system: process_vm_readv, /proc, the files themselves. */
 const struct target_src *target_src_live(void);
 
+/* Where a live source may get a process's mappings without the text of
+ * /proc/PID/maps (src/live/maps_iter.c): a malloc'd buffer of struct
+ * py_vma_rec records (bpf/pyperf.h) and their length, or NULL (then the
+ * file is read). */
+struct live_maps_reader {
+	void *(*read)(void *ctx, pid_t pid, size_t *len);
+	void *ctx;
+};
+
+/* The live system, its mappings read through r (the caller's, kept until
+ * target_src_live_free); NULL if out of memory. */
+struct target_src *target_src_live_new(const struct live_maps_reader *r);
+void target_src_live_free(struct target_src *s);
+/* Maps texts a source of target_src_live_new wrote from the reader's
+ * records, and read from the file; 0 for others. */
+void target_src_live_maps_counts(const struct target_src *s, unsigned long *written,
+				 unsigned long *read);
+/* s reads the live system itself (target_src_live or _new), not a
+ * recording or a replay. */
+int target_src_is_live(const struct target_src *s);
+
 static inline ssize_t target_readv(const struct target_src *s, pid_t pid,
 				   const struct iovec *local, unsigned long nlocal,
 				   const struct iovec *remote, unsigned long nremote)

@@ -411,7 +411,7 @@ static struct oc_fid *fid_of(struct objcache *oc, const struct oc_proc *p,
 {
 	uint64_t h;
 
-	if (p->src != target_src_live() || !m->inode || m->path[0] != '/')
+	if (!target_src_is_live(p->src) || !m->inode || m->path[0] != '/')
 		return NULL;
 	h = hash_bytes(m->path, strlen(m->path), 0xcbf29ce484222325ull);
 	*hash = h;
