@@ -427,14 +427,19 @@ static struct oc_fid *fid_of(struct objcache *oc, const struct oc_proc *p,
  * counts: that is the very inode mapped (alive while mapped, so its
  * numbers name no other). -1 otherwise (renamed, deleted, a file system
  * whose stat numbers differ from its maps' numbers). */
+/* The name of m's file through p's root; -1 if it does not fit. */
+static int root_path(char *path, size_t len, const struct oc_proc *p, const struct proc_map *m)
+{
+	int n = snprintf(path, len, "/proc/%d/root%s", p->pid, m->path);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
 static int stat_by_name(const struct oc_proc *p, const struct proc_map *m, struct stat *st)
 {
 	char path[PATH_MAX + 32];
-	int n = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
 
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return -1;
-	return stat(path, st) || st->st_ino != m->inode ||
+	return root_path(path, sizeof(path), p, m) || stat(path, st) || st->st_ino != m->inode ||
 	       st->st_dev != makedev(m->dev_major, m->dev_minor) ? -1 : 0;
 }
 
@@ -456,14 +461,13 @@ static void watch_arm(struct objcache *oc, const struct oc_proc *p, const struct
 {
 	char path[PATH_MAX + 32];
 	struct stat st;
-	int n, wd;
+	int wd;
 
 	if (!oc->nfd_tried) {
 		oc->nfd_tried = 1;
 		oc->nfd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	}
-	n = snprintf(path, sizeof(path), "/proc/%d/root%s", p->pid, m->path);
-	if (oc->nfd < 0 || o->wd || !maps_obj_file(m, o) || n < 0 || (size_t)n >= sizeof(path))
+	if (oc->nfd < 0 || o->wd || !maps_obj_file(m, o) || root_path(path, sizeof(path), p, m))
 		return;
 	wd = inotify_add_watch(oc->nfd, path, OC_WATCH_MASK);
 	if (wd <= 0)
