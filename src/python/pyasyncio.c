@@ -893,19 +893,23 @@ static int ctx_open(struct pyasyncio_cache *c, const struct py_target *t,
 
 /*
  * Until when a read of e's current task can only find none again: its
- * process (table layouts, <=3.13) has no asyncio.tasks._current_tasks
- * found, and find_current_tasks() searches again at ap->retry_ns at the
- * earliest, whichever thread asks (retry_ns only grows), so a task
- * started later is found as soon as without this. 0: read at each TTL.
- * A process without asyncio then costs a sample a hash lookup, not a
- * read (every sample of every target was one: the TTL is below 99 Hz's
- * period, and a label not found read again).
+ * process has no asyncio.tasks._current_tasks found, and
+ * find_current_tasks() searches again at ap->retry_ns at the earliest,
+ * whichever thread asks (retry_ns only grows), so a task started later
+ * is found as soon as without this. Table layouts (<=3.13), and 3.14+
+ * while no mapped file has the AsyncioDebug section (dl_state 2): no
+ * _asyncio, so no C Task sets the thread state's running task (the
+ * section is looked for at the next read, with sys.modules). 0: read at
+ * each TTL. A process without asyncio then costs a sample a hash lookup,
+ * not a read (every sample of every target was one: the TTL is below
+ * 99 Hz's period, and a label not found read again).
  */
 static uint64_t quiet(const struct ctx *x, const struct tentry *e)
 {
 	const struct aproc *ap = x->ap;
 
-	if (x->l != &x->t->layout.asyncio || e->cur >= 0 || ap->current_tasks || ap->refused)
+	if ((x->l != &x->t->layout.asyncio && (x->l != &ap->dl || ap->dl_state != 2)) ||
+	    e->cur >= 0 || ap->current_tasks || ap->refused)
 		return 0;
 	for (int i = 0; i < NRECENT; i++)
 		if (e->recent[i].task)
