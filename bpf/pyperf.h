@@ -333,6 +333,13 @@ struct py_proc_event {
 					    * which user space reads late
 					    * (pyasyncio.c), while it runs if
 					    * the record is added at once */
+#define SAMPLE_F_NO_TASK	(1u << 21) /* the program read where the thread's
+					    * running task is (struct
+					    * py_task_src: the thread state's,
+					    * 3.14+, and the current-tasks
+					    * dict) and no task ran at the
+					    * sample: no asyncio_task label,
+					    * nothing for user space to read */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -408,6 +415,7 @@ enum pyperf_stat {
 	STAT_CODE_CAPTURES,	/* struct py_code_capture records sent */
 	STAT_TASK_CANDS,	/* samples with asyncio task candidates */
 	STAT_TASK_FOUND,	/* ... whose running task was captured */
+	STAT_TASK_NONE,		/* samples read to run no task (SAMPLE_F_NO_TASK) */
 	STAT__COUNT,
 };
 

@@ -521,13 +521,15 @@ static void note_src(const struct ctx *x)
 	else
 		src.ts_task = l->ts_task;
 	/* The dict: before 3.14 every task's, the C Tasks named from it.
-	 * Where the program names none from it (3.14+, whose dict holds
-	 * pure-Python Tasks alone, or no C Task layout), only once it has
-	 * held a task: the program then tells when they change, and wakes
-	 * user space to read them while they run (SAMPLE_F_NEW_TASK). */
+	 * 3.14+ holds pure-Python Tasks alone: the program tells when they
+	 * change, and wakes user space to read them while they run
+	 * (SAMPLE_F_NEW_TASK); with the thread state's running task NULL
+	 * and the dict empty it tells that none runs (SAMPLE_F_NO_TASK).
+	 * Given as soon as found: 3.14's asyncio.tasks binds _current_tasks
+	 * once (v3.14.7, sid's 3.14), _asyncio has none to rebind it to.
+	 * Without a C Task layout, only once it has held a task. */
 	if (!x->ap->current_tasks || o->dict_keys == NO16 || o->dk_nentries == NO16 ||
-	    o->dk_indices == NO16 ||
-	    ((src.ts_task || !src.task_read) && !x->ap->confirmed)) {
+	    o->dk_indices == NO16 || (!src.task_read && !x->ap->confirmed)) {
 		if (!src.ts_task)
 			return;
 	} else {
