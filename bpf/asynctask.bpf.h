@@ -123,19 +123,21 @@ static __always_inline __u64 dict_entries(const struct py_task_src *src, struct 
 /* The candidates of the process's source src for thread state tstate
  * into s (s->ntask of them), and the running tasks it cannot name into
  * s->task_sig. Returns 1 when it read that the thread runs no task now
- * (SAMPLE_F_NO_TASK): 3.14+, the thread state's running task NULL and
- * the dict, where pure-Python Tasks enter, read whole with none in it;
+ * (SAMPLE_F_NO_TASK): the dict read whole with no task in it, and 3.14+
+ * the thread state's running task NULL (the dict has pure-Python Tasks
+ * alone), before the dict alone where it holds every task (dict_all);
  * else 0. Global: verified once. */
 __noinline int find_tasks(const struct py_task_src *src, struct py_sample *s, __u64 tstate)
 {
 	__u64 task = 0, keys = 0, nent, type;
-	int none = 0, read = 0;
+	int none, read = 0;
 
 	if (!src || !s)
 		return 0;
 	s->ntask = 0;
 	s->task_hits = 0;
 	s->task_sig = 0;
+	none = !src->ts_task && src->dict_all == 1;
 	/* 3.14+: only pure-Python Tasks enter the dict (if given). */
 	if (src->ts_task && tstate && !read_ptr(&task, tstate + src->ts_task)) {
 		if (task)

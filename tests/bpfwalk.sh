@@ -113,6 +113,7 @@ new code|checks.bpf.h|*|s/^\treturn capture_code(off, s, code) ?/\treturn captur
 no task: the thread state's running task read NULL|asynctask.bpf.h|tasks|s/^\t\t\tnone = 1;/\t\t\tnone = 0;/
 no task: the dict read whole|asynctask.bpf.h|tasks|s/^\treturn none \&\& read;/\treturn none;/
 no task: a task in the dict|asynctask.bpf.h|tasks|s/^\t\t\tnone = 0;/\t\t\tnone = none;/
+no task: before 3.14 only a dict of every task|asynctask.bpf.h|tasks|s/^\tnone = !src->ts_task \&\& src->dict_all == 1;/\tnone = !src->ts_task;/
 no task: the shared empty keys|asynctask.bpf.h|tasks|s/^\tif (!nent) {/\tif (!nent \&\& !src) {/
 EOF
 }

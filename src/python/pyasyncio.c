@@ -543,6 +543,9 @@ static void note_src(const struct ctx *x)
 		src.dk_indices = o->dk_indices;
 		src.entry_size = o->entry_size;
 		src.entry_value = o->entry_value;
+		/* Before 3.14 every task enters it; the one that has held a
+		 * task is asyncio's, not a dict tasks.py rebound since. */
+		src.dict_all = !src.ts_task && x->ap->confirmed;
 	}
 	if (memcmp(&src, &x->ap->src, sizeof(src))) {
 		x->ap->src = src;

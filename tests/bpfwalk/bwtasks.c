@@ -5,7 +5,8 @@
  * and when it must not. No capture holds these states (the captures are
  * of programs without asyncio), so each case builds one: a 3.14 thread
  * state, the current-tasks dict with its keys, a C Task and its
- * coroutine, at the offsets of sid's 3.14 (GIL build).
+ * coroutine, at the offsets of sid's 3.14 (GIL build); before 3.14 the
+ * same dict alone.
  */
 #include "bwtasks.h"
 
@@ -144,6 +145,10 @@ int bwtasks_run(FILE *out)
 	reset();
 	src.dict = 0;
 	bad += check(out, "no dict known", &src, TSTATE, 0, 0);
-	bad += check(out, "before 3.14 (the dict alone)", &old, TSTATE, 0, 0);
+	bad += check(out, "before 3.14, the dict not known to hold every task", &old, TSTATE, 0, 0);
+	old.dict_all = 1;
+	bad += check(out, "before 3.14, the dict of every task, empty", &old, 0, 1, 0);
+	keys(2, one);
+	bad += check(out, "before 3.14, the dict of every task, one running", &old, TSTATE, 0, 1);
 	return bad;
 }
