@@ -75,9 +75,10 @@ static __always_inline void sign_task(const struct py_task_src *src, struct py_s
 
 /* The entries of the dict's keys object at keys into s->task_ents; their
  * count, 0 when unreadable or more than PY_TASK_DICT_ENTRIES (more loops
- * than that: no label, not a guess). */
+ * than that: no label, not a guess). *read: 1 when all were read (then
+ * 0 entries is an empty dict). */
 static __always_inline __u64 dict_entries(const struct py_task_src *src, struct py_sample *s,
-					  __u64 keys)
+					  __u64 keys, int *read)
 {
 	const __u8 *hdr = (const __u8 *)s->task_keys;
 	__u64 nent = 0, size = 0, idx;
@@ -91,6 +92,13 @@ static __always_inline __u64 dict_entries(const struct py_task_src *src, struct 
 	if (bpf_probe_read_user(s->task_keys, sizeof(s->task_keys), (const void *)keys))
 		return 0;
 	__builtin_memcpy(&nent, hdr + (src->dk_nentries & 0x3f), 8);
+	/* No entry ever: an empty dict, also one with the interpreter's
+	 * shared empty keys (log2 size 0, not of the general kind), which
+	 * an asyncio.tasks._current_tasks that never held a task has. */
+	if (!nent) {
+		*read = 1;
+		return 0;
+	}
 	if (src->dk_size != PYPERF_NO_FIELD) {	/* <=3.10: 1-byte indices */
 		__builtin_memcpy(&size, hdr + (src->dk_size & 0x3f), 8);
 		if (size < 8 || size > 0x80)
@@ -104,34 +112,45 @@ static __always_inline __u64 dict_entries(const struct py_task_src *src, struct 
 			return 0;
 		idx = 1ull << lg;
 	}
-	if (!nent || nent > PY_TASK_DICT_ENTRIES ||
+	if (nent > PY_TASK_DICT_ENTRIES ||
 	    bpf_probe_read_user(s->task_ents, nent * TASK_ENTRY_BYTES,
 				(const void *)(keys + src->dk_indices + idx)))
 		return 0;
+	*read = 1;
 	return nent;
 }
 
 /* The candidates of the process's source src for thread state tstate
  * into s (s->ntask of them), and the running tasks it cannot name into
- * s->task_sig. Global: verified once. */
+ * s->task_sig. Returns 1 when it read that the thread runs no task now
+ * (SAMPLE_F_NO_TASK): the dict read whole with no task in it, and 3.14+
+ * the thread state's running task NULL (the dict has pure-Python Tasks
+ * alone), before the dict alone where it holds every task (dict_all);
+ * else 0. Global: verified once. */
 __noinline int find_tasks(const struct py_task_src *src, struct py_sample *s, __u64 tstate)
 {
 	__u64 task = 0, keys = 0, nent, type;
+	int none, read = 0;
 
 	if (!src || !s)
 		return 0;
 	s->ntask = 0;
 	s->task_hits = 0;
 	s->task_sig = 0;
+	none = !src->ts_task && src->dict_all == 1;
 	/* 3.14+: only pure-Python Tasks enter the dict (if given). */
-	if (src->ts_task && tstate && !read_ptr(&task, tstate + src->ts_task) && task)
-		add_task(src, s, task);
+	if (src->ts_task && tstate && !read_ptr(&task, tstate + src->ts_task)) {
+		if (task)
+			add_task(src, s, task);
+		else
+			none = 1;
+	}
 	/* PyDictKeyEntry is { hash, key, value } in every version read. */
 	if (!src->dict || src->entry_size != TASK_ENTRY_BYTES || src->entry_value != 16)
 		return 0;
 	if (read_ptr(&keys, src->dict + src->dict_keys) || !keys || (keys & 7))
 		return 0;
-	nent = dict_entries(src, s, keys);
+	nent = dict_entries(src, s, keys, &read);
 	for (__u32 i = 0; i < PY_TASK_DICT_ENTRIES; i++) {
 		if (i >= nent)
 			break;
@@ -139,8 +158,10 @@ __noinline int find_tasks(const struct py_task_src *src, struct py_sample *s, __
 		task = s->task_ents[(i * 3 + 2) & 63];
 		type = src->ts_task ? 0 : add_task(src, s, task);
 		sign_task(src, s, task, type);
+		if (task)
+			none = 0;	/* some loop's, perhaps this thread's */
 	}
-	return 0;
+	return none && read;
 }
 
 /* This thread's last task_sig (a 4-way set by tid): a new one is

@@ -549,7 +549,10 @@ static __always_inline int sample_current(void *ctx, __u64 ip, __u64 period, __u
 	/* The running task's candidates, for the walk to find. */
 	src = tstate && task_srcs_any ? bpf_map_lookup_elem(&task_srcs, &tgid) : NULL;
 	if (src) {
-		find_tasks(src, s, tstate);
+		if (find_tasks(src, s, tstate)) {
+			s->h.flags |= SAMPLE_F_NO_TASK;
+			stat_inc(STAT_TASK_NONE);
+		}
 		if (s->ntask)
 			stat_inc(STAT_TASK_CANDS);
 	}

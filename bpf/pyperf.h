@@ -238,6 +238,11 @@ struct py_task_src {
 	__u16 task_read;	/* bytes of a Task read at once: to the end of
 				 * ob_type, task_coro and task_name (<= 256) */
 	__u16 str_data;		/* where a compact ASCII str's characters start */
+	__u16 dict_all;		/* 1: the dict holds every running task of the
+				 * process (<=3.13, where user space saw it
+				 * hold one: not a copy asyncio.tasks rebound
+				 * since), so its emptiness is
+				 * SAMPLE_F_NO_TASK's */
 	__u64 str_type;		/* the str type (&PyUnicode_Type); 0: not known
 				 * yet. A name of that type that does not begin
 				 * "Task-" is no default name: its task's label
@@ -333,6 +338,14 @@ struct py_proc_event {
 					    * which user space reads late
 					    * (pyasyncio.c), while it runs if
 					    * the record is added at once */
+#define SAMPLE_F_NO_TASK	(1u << 21) /* the program read where the thread's
+					    * running task is (struct
+					    * py_task_src: the thread state's,
+					    * 3.14+, and the current-tasks
+					    * dict, or that dict alone where
+					    * dict_all) and no task ran at the
+					    * sample: no asyncio_task label,
+					    * nothing for user space to read */
 #define SAMPLE_F_ANCHORED	(1u << 17) /* the layout has eval-loop anchors:
 					    * native pcs carry PY_PC_EVAL, and
 					    * a copied stack is followed by
@@ -408,6 +421,7 @@ enum pyperf_stat {
 	STAT_CODE_CAPTURES,	/* struct py_code_capture records sent */
 	STAT_TASK_CANDS,	/* samples with asyncio task candidates */
 	STAT_TASK_FOUND,	/* ... whose running task was captured */
+	STAT_TASK_NONE,		/* samples read to run no task (SAMPLE_F_NO_TASK) */
 	STAT__COUNT,
 };
 

@@ -41,6 +41,16 @@ else
 	failed=1
 fi
 
+# The running task's search (find_tasks) on made-up 3.14 states: when
+# the record may say no task ran (SAMPLE_F_NO_TASK) and when not.
+if "$TEST" --tasks > "$work/tasks.out" 2>&1; then
+	echo "PASS $(grep -c '^ok' "$work/tasks.out") made-up thread states give the running task's search its answer"
+else
+	grep -v '^ok' "$work/tasks.out"
+	echo "FAIL the running task's search on made-up thread states"
+	failed=1
+fi
+
 # Then through the pipeline: each record the walk made replaces the live
 # one in NAME.names.rec (what the pipeline read to name its Python
 # frames, tests/bpfwalk/recnames.py), and pyperf-pprof --replay must name
@@ -66,8 +76,8 @@ for c in $caps; do
 	fi
 done
 
-# name|file in bpf/|captures that must catch it|sed expression (one line
-# changed: checked). Not here, because no capture takes those paths: the
+# name|file in bpf/|captures that must catch it (tasks: the made-up
+# states of --tasks)|sed expression (one line changed: checked). Not here, because no capture takes those paths: the
 # tag bits of 3.14+'s f_executable (set for deferred references, in
 # free-threaded builds: GIL builds leave these code references untagged),
 # caller_cframe (a sample between two instructions of the eval loop's
@@ -100,6 +110,11 @@ map search|native_unwind.bpf.h|*|s/return pc < p->m\[lo\].end ? \&p->m\[lo\] : N
 row search|native_unwind.bpf.h|*|s/^\treturn lo - 1;/\treturn lo > base + 1 ? lo - 2 : lo - 1;/
 capture name|checks.bpf.h|*|s/__builtin_memcpy(\&name, c->obj + name_off, sizeof(name));/__builtin_memcpy(\&name, c->obj + file_off, sizeof(name));/
 new code|checks.bpf.h|*|s/^\treturn capture_code(off, s, code) ?/\treturn capture_code(off, s, code + 8) ?/
+no task: the thread state's running task read NULL|asynctask.bpf.h|tasks|s/^\t\t\tnone = 1;/\t\t\tnone = 0;/
+no task: the dict read whole|asynctask.bpf.h|tasks|s/^\treturn none \&\& read;/\treturn none;/
+no task: a task in the dict|asynctask.bpf.h|tasks|s/^\t\t\tnone = 0;/\t\t\tnone = none;/
+no task: before 3.14 only a dict of every task|asynctask.bpf.h|tasks|s/^\tnone = !src->ts_task \&\& src->dict_all == 1;/\tnone = !src->ts_task;/
+no task: the shared empty keys|asynctask.bpf.h|tasks|s/^\tif (!nent) {/\tif (!nent \&\& !src) {/
 EOF
 }
 
@@ -121,13 +136,15 @@ while IFS='|' read -r name file want expr; do
 	# shellcheck disable=SC2086 # flags: words
 	if ! $BPFWALK_CC -iquote "$work/bpf" -o "$work/mutant" \
 		"$TOP_SRCDIR/tests/bpfwalk/test_bpfwalk.c" "$TOP_SRCDIR/tests/bpfwalk/bpfwalk.c" \
-		"$TOP_SRCDIR/tests/bpfwalk/bwcap.c" $BPFWALK_LIBS > "$work/cc.log" 2>&1; then
+		"$TOP_SRCDIR/tests/bpfwalk/bwcap.c" "$TOP_SRCDIR/tests/bpfwalk/bwtasks.c" \
+		$BPFWALK_LIBS > "$work/cc.log" 2>&1; then
 		head -5 "$work/cc.log"
 		echo "FAIL mutant '$name' does not build"
 		failed=1
 		continue
 	fi
 	mine=
+	[ "$want" = tasks ] && mine=--tasks	# made-up states, not captures
 	for c in $caps; do
 		# shellcheck disable=SC2254 # want: a pattern
 		case $(basename "$c" .cap) in $want) mine="$mine $c" ;; esac
@@ -142,7 +159,9 @@ while IFS='|' read -r name file want expr; do
 	rc=$?
 	if [ $rc = 3 ]; then	# differences; not a crash (1: sanitizers) nor 2
 		caught=$((caught + 1))
-		echo "ok mutant '$name' (bpf/$file): $(grep -c '^FAIL' "$work/out") of $(echo "$mine" | wc -w) captures of '$want' differ"
+		of="$(echo "$mine" | wc -w) captures of '$want'"
+		[ "$want" = tasks ] && of="$(grep -c '^ok\|^FAIL' "$work/out") made-up states"
+		echo "ok mutant '$name' (bpf/$file): $(grep -c '^FAIL' "$work/out") of $of differ"
 	else
 		echo "FAIL mutant '$name' (bpf/$file): the replay of '$want' did not notice (exit $rc)"
 		failed=1

@@ -85,9 +85,10 @@ static void print_task_stats(const struct report_view *v)
 	pyasyncio_get_stats(v->sink->tasks, &a);
 	fprintf(stderr, "pyperf-pprof: asyncio tasks: labelled=%" PRIu64 " hits=%" PRIu64
 		" lookups=%" PRIu64 " mismatches=%" PRIu64 " evictions=%" PRIu64
-		" refusals=%" PRIu64 " captured=%" PRIu64 " capture_refused=%" PRIu64 "\n",
+		" refusals=%" PRIu64 " captured=%" PRIu64 " capture_refused=%" PRIu64
+		" none_at_sample=%" PRIu64 "\n",
 		a.labelled, a.hits, a.lookups, a.mismatches, a.evictions, a.refusals, a.captured,
-		a.capture_refused);
+		a.capture_refused, v->sink->n.task_none);
 	if (v->sink->awaits) {
 		struct pyawait_stats w;
 
@@ -175,13 +176,14 @@ void report_summary(const struct report_view *v)
 		" no_tstate=%" PRIu64 " read_err=%" PRIu64 " truncated=%" PRIu64
 		" vma_err=%" PRIu64 " stack_read_err=%" PRIu64 " stack_partial=%" PRIu64
 		" bad_chain=%" PRIu64 " cframe_fallback=%" PRIu64 " new_code_wakeups=%" PRIu64
-		" code_captures=%" PRIu64 " task_cands=%" PRIu64 " task_found=%" PRIu64 "\n",
+		" code_captures=%" PRIu64 " task_cands=%" PRIu64 " task_found=%" PRIu64 " task_none=%" PRIu64 "\n",
 		v->bpf[STAT_EVENTS], v->bpf[STAT_SENT], v->bpf[STAT_LOST],
 		v->bpf[STAT_NO_TSTATE], v->bpf[STAT_READ_ERR],
 		v->bpf[STAT_TRUNCATED], v->bpf[STAT_VMA_ERR],
 		v->bpf[STAT_STACK_READ_ERR], v->bpf[STAT_STACK_PARTIAL],
 		v->bpf[STAT_BAD_CHAIN], v->bpf[STAT_CFRAME_FALLBACK], v->bpf[STAT_FRESH_WAKEUPS],
-		v->bpf[STAT_CODE_CAPTURES], v->bpf[STAT_TASK_CANDS], v->bpf[STAT_TASK_FOUND]);
+		v->bpf[STAT_CODE_CAPTURES], v->bpf[STAT_TASK_CANDS], v->bpf[STAT_TASK_FOUND],
+		v->bpf[STAT_TASK_NONE]);
 	fprintf(stderr, "pyperf-pprof: bpf time: %.2f us per target sample (%.2f us of it in the native walk)\n",
 		v->bpf[STAT_EVENTS] ? (double)v->bpf[STAT_TARGET_NS] / 1e3 /
 		(double)v->bpf[STAT_EVENTS] : 0.0,

@@ -1093,11 +1093,12 @@ static size_t async_stack(struct sample_sink *k, const struct py_target *t, size
 }
 
 /* The asyncio_task label of record s (size bytes, full layout), or NULL:
- * named from the task the BPF program found running (SAMPLE_F_TASK);
- * else, for pure-Python tasks only, from the task running now if the
- * stack runs its coroutine (python_frames() left the frames' code objects
- * in k->codes). *task: the task object the label names (--async's
- * start), or 0. */
+ * named from the task the BPF program found running (SAMPLE_F_TASK),
+ * none where it read that none ran (SAMPLE_F_NO_TASK); else, for
+ * pure-Python tasks only, from the task running now if the stack runs
+ * its coroutine (python_frames() left the frames' code objects in
+ * k->codes). *task: the task object the label names (--async's start),
+ * or 0. */
 static const char *task_label(struct sample_sink *k, const struct py_target *t,
 			      const struct py_sample *s, size_t size, uint64_t *task)
 {
@@ -1107,6 +1108,11 @@ static const char *task_label(struct sample_sink *k, const struct py_target *t,
 	const char *label;
 
 	*task = 0;
+	/* The program read that no task ran: nothing to read here. */
+	if (s->h.flags & SAMPLE_F_NO_TASK) {
+		k->n.task_none++;
+		return NULL;
+	}
 	if (!(s->h.flags & SAMPLE_F_TASK))
 		return pyasyncio_cache_task_at(k->tasks, t, s->h.tid, s->h.tstate, k->codes,
 					       s->h.nframes, s->h.time_ns, task);

@@ -43,6 +43,8 @@ struct sample_counts {
 	uint64_t async_stacks;		/* --async: stacks given their await chain */
 	uint64_t async_unmatched;	/* ... whose stack did not hold the task's
 					 * coroutine (left as sampled) */
+	uint64_t task_none;		/* samples the BPF program read to run no
+					 * asyncio task (SAMPLE_F_NO_TASK) */
 	uint64_t record_bytes;		/* bytes of all records received */
 	uint64_t native_not_loaded;	/* --unwind kernel: the walk met a mapping
 					 * not loaded yet; the stack is marked */

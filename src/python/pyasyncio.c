@@ -521,13 +521,15 @@ static void note_src(const struct ctx *x)
 	else
 		src.ts_task = l->ts_task;
 	/* The dict: before 3.14 every task's, the C Tasks named from it.
-	 * Where the program names none from it (3.14+, whose dict holds
-	 * pure-Python Tasks alone, or no C Task layout), only once it has
-	 * held a task: the program then tells when they change, and wakes
-	 * user space to read them while they run (SAMPLE_F_NEW_TASK). */
+	 * 3.14+ holds pure-Python Tasks alone: the program tells when they
+	 * change, and wakes user space to read them while they run
+	 * (SAMPLE_F_NEW_TASK); with the thread state's running task NULL
+	 * and the dict empty it tells that none runs (SAMPLE_F_NO_TASK).
+	 * Given as soon as found: 3.14's asyncio.tasks binds _current_tasks
+	 * once (v3.14.7, sid's 3.14), _asyncio has none to rebind it to.
+	 * Without a C Task layout, only once it has held a task. */
 	if (!x->ap->current_tasks || o->dict_keys == NO16 || o->dk_nentries == NO16 ||
-	    o->dk_indices == NO16 ||
-	    ((src.ts_task || !src.task_read) && !x->ap->confirmed)) {
+	    o->dk_indices == NO16 || (!src.task_read && !x->ap->confirmed)) {
 		if (!src.ts_task)
 			return;
 	} else {
@@ -541,6 +543,9 @@ static void note_src(const struct ctx *x)
 		src.dk_indices = o->dk_indices;
 		src.entry_size = o->entry_size;
 		src.entry_value = o->entry_value;
+		/* Before 3.14 every task enters it; the one that has held a
+		 * task is asyncio's, not a dict tasks.py rebound since. */
+		src.dict_all = !src.ts_task && x->ap->confirmed;
 	}
 	if (memcmp(&src, &x->ap->src, sizeof(src))) {
 		x->ap->src = src;
@@ -893,19 +898,23 @@ static int ctx_open(struct pyasyncio_cache *c, const struct py_target *t,
 
 /*
  * Until when a read of e's current task can only find none again: its
- * process (table layouts, <=3.13) has no asyncio.tasks._current_tasks
- * found, and find_current_tasks() searches again at ap->retry_ns at the
- * earliest, whichever thread asks (retry_ns only grows), so a task
- * started later is found as soon as without this. 0: read at each TTL.
- * A process without asyncio then costs a sample a hash lookup, not a
- * read (every sample of every target was one: the TTL is below 99 Hz's
- * period, and a label not found read again).
+ * process has no asyncio.tasks._current_tasks found, and
+ * find_current_tasks() searches again at ap->retry_ns at the earliest,
+ * whichever thread asks (retry_ns only grows), so a task started later
+ * is found as soon as without this. Table layouts (<=3.13), and 3.14+
+ * while no mapped file has the AsyncioDebug section (dl_state 2): no
+ * _asyncio, so no C Task sets the thread state's running task (the
+ * section is looked for at the next read, with sys.modules). 0: read at
+ * each TTL. A process without asyncio then costs a sample a hash lookup,
+ * not a read (every sample of every target was one: the TTL is below
+ * 99 Hz's period, and a label not found read again).
  */
 static uint64_t quiet(const struct ctx *x, const struct tentry *e)
 {
 	const struct aproc *ap = x->ap;
 
-	if (x->l != &x->t->layout.asyncio || e->cur >= 0 || ap->current_tasks || ap->refused)
+	if ((x->l != &x->t->layout.asyncio && (x->l != &ap->dl || ap->dl_state != 2)) ||
+	    e->cur >= 0 || ap->current_tasks || ap->refused)
 		return 0;
 	for (int i = 0; i < NRECENT; i++)
 		if (e->recent[i].task)

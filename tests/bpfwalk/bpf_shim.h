@@ -1,7 +1,7 @@
 /*
  * The kernel's side of the BPF program's parts, in user space: included
- * before bpf/common.bpf.h, checks.bpf.h, pywalk.bpf.h and
- * native_unwind.bpf.h so that they compile as they are into the harness
+ * before bpf/common.bpf.h, checks.bpf.h, asynctask.bpf.h, pywalk.bpf.h
+ * and native_unwind.bpf.h so that they compile as they are into the harness
  * (bpfwalk.c), which runs the walk the program runs over memory from a
  * struct target_src. What each stand-in does:
  *
@@ -13,6 +13,7 @@
  *                               walked process from its struct bpfwalk_tables
  *   bpf_probe_read_user         target_read() through the run's source; like
  *                               the helper, a failed read zeroes the buffer
+ *   bpf_probe_read_kernel       memcpy (the program reads only its scratch)
  *   bpf_loop                    a loop, the callback's 1 ending it
  *   bpf_ringbuf_output          records (code-object captures) kept for the run
  *   bpf_ktime_get_ns, bpf_get_smp_processor_id   a counter, CPU 0
@@ -55,6 +56,13 @@ static inline long bpf_ringbuf_output(const void *map, const void *data, __u64 s
 				      __u64 flags)
 {
 	return bpfh_ringbuf_output(map, data, size);
+}
+
+/* The program's own memory (the per-CPU scratch): plain bytes here. */
+static inline long bpf_probe_read_kernel(void *dst, __u32 size, const void *src)
+{
+	memcpy(dst, src, size);
+	return 0;
 }
 
 static inline __u64 bpf_ktime_get_ns(void)

@@ -9,6 +9,7 @@
 #include "pyperf.h"
 #include "common.bpf.h"
 #include "checks.bpf.h"
+#include "asynctask.bpf.h"
 #include "pywalk.bpf.h"
 #include "native_unwind.bpf.h"
 
@@ -234,4 +235,17 @@ int bpfwalk_run(const struct bpfwalk_in *in, const struct target_src *src,
 	H.hash = NULL;
 	H.hash_cap = 0;
 	return 0;
+}
+
+int bpfwalk_find_tasks(const struct py_task_src *tsrc, const struct target_src *src,
+		       uint32_t pid, uint64_t tstate, struct py_sample *s)
+{
+	int none;
+
+	memset(&H, 0, sizeof(H));
+	H.src = src;
+	H.pid = (pid_t)pid;
+	none = find_tasks(tsrc, s, tstate);
+	H.src = NULL;
+	return none;
 }

@@ -76,6 +76,13 @@ int bpfwalk_run(const struct bpfwalk_in *in, const struct target_src *src,
 		const struct bpfwalk_tables *tb, struct bpfwalk_out *out);
 void bpfwalk_out_free(struct bpfwalk_out *out);
 
+/* The running task's search (bpf/asynctask.bpf.h, find_tasks) of the
+ * thread at tstate of pid, whose process's source is tsrc, into s (its
+ * task candidates and task_sig): 1 when it read that no task runs
+ * (SAMPLE_F_NO_TASK), else 0. */
+int bpfwalk_find_tasks(const struct py_task_src *tsrc, const struct target_src *src,
+		       uint32_t pid, uint64_t tstate, struct py_sample *s);
+
 /* The native pcs of out (h.native_n of them). */
 const uint64_t *bpfwalk_pcs(const struct bpfwalk_out *out);
 

@@ -11,7 +11,8 @@
  * -v (before the captures) prints each record; --records DIR writes each
  * record the walk made, as the ring buffer holds it, to DIR/NAME.bin (for
  * the names through the pipeline, tests/bpfwalk.sh); --layout prints the
- * record header's sizes and offsets recnames.py assumes.
+ * record header's sizes and offsets recnames.py assumes; --tasks runs the
+ * running task's search on made-up states (bwtasks.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "bwcap.h"
+#include "bwtasks.h"
 
 static struct bwcap_want got;
 
@@ -141,6 +143,12 @@ int main(int argc, char **argv)
 			       offsetof(struct py_sample_hdr, flags),
 			       offsetof(struct py_sample_hdr, native_n));
 			return 0;
+		}
+		if (!strcmp(argv[i], "--tasks")) {
+			/* find_tasks on made-up states (bwtasks.c) */
+			if (bwtasks_run(stdout))
+				rc = 3;
+			continue;
 		}
 		if (!strcmp(argv[i], "--records") && i + 1 < argc) {
 			dump_dir = argv[++i];
