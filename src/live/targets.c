@@ -139,6 +139,8 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid)
 static void forget_retired(struct target_set *ts, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (!find_live(ts, ts->retired[i]->pid))
+			target_src_live_gone(ts->retired[i]->pid, 0);
 		if (ts->cb)
 			ts->cb(ts->ctx, ts->retired[i], -1);
 		free(ts->retired[i]);
@@ -298,6 +300,7 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 
 	if (find_live(ts, pid))
 		return 0;
+	target_src_live_gone(pid, 0);	/* a new process, or the old one exec'd */
 	if (!known && proc_stat(pid, &ps) == 0)
 		known = &ps;
 	/* Quiet (discovery), the executable is checked after the probe, by
@@ -353,6 +356,7 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
 	if (ts->n == TARGETS_MAX || proc_stat(pid, &ps) || !ps.start_time ||
 	    !(t = malloc(sizeof(*t))))
 		return -1;	/* gone already, or no room */
+	target_src_live_gone(pid, 0);
 	*t = *parent;
 	t->pid = pid;
 	t->forked_from = parent->pid;
@@ -616,6 +620,9 @@ static void drop(struct target_set *ts, size_t i)
 	if (ts->nretired == RETIRED_MAX)
 		forget_retired(ts, 1);
 	ts->retired[ts->nretired++] = t;
+	/* Exited, reused or exec'd: what its late samples would read is
+	 * gone (or another program's). */
+	target_src_live_gone(t->pid, 1);
 	index_del(ts, (size_t)slot_of(ts, t->pid));
 	ts->v[i] = ts->v[--ts->n];
 	if (i < ts->n)		/* the last target moved to i */

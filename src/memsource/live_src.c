@@ -14,9 +14,43 @@
 #include "proc.h"
 #include "proc_root.h"
 
+/* Processes whose exit (or exec) the profiler has seen: their memory is
+ * gone, and a read fails as the kernel would, without asking it. Samples
+ * taken just before an exit are still added after it, and each read of
+ * their code objects and labels was a failing process_vm_readv (3.4 per
+ * new process on a host starting one every 0.3 s). Failing here, below a
+ * recording, keeps the recording as it was: the failure is recorded. */
+#define GONE_MAX	128	/* targets' retired list, RETIRED_MAX, fits */
+static pid_t gone[GONE_MAX];
+static unsigned ngone;
+
+void target_src_live_gone(pid_t pid, int is_gone)
+{
+	unsigned i;
+
+	for (i = 0; i < ngone && gone[i] != pid; i++)
+		;
+	if (i < ngone && !is_gone)
+		gone[i] = gone[--ngone];
+	else if (i == ngone && is_gone && pid > 0 && ngone < GONE_MAX)
+		gone[ngone++] = pid;
+}
+
+static int is_gone(pid_t pid)
+{
+	for (unsigned i = 0; i < ngone; i++)
+		if (gone[i] == pid)
+			return 1;
+	return 0;
+}
+
 static ssize_t live_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nlocal,
 			  const struct iovec *remote, unsigned long nremote)
 {
+	if (ngone && is_gone(pid)) {
+		errno = ESRCH;
+		return -1;
+	}
 	/* The system call itself: no libc or sanitizer wrapper in between. */
 	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
 }
