@@ -769,11 +769,16 @@ const volatile bool lazy_exits = false;
 
 /* Processes whose exec said "python" (pid -> the exec's time): their
  * libpython mapping, a moment later, needs no event of its own, since
- * user space tries them from the exec on (PENDING_*, targets.h). */
+ * user space tries them from the exec on (PENDING_*, targets.h); their
+ * forks are reported, target or not yet (PROC_F_FORKS_SEEN: a child
+ * forked before its parent was attached needs no read of the parent's
+ * /proc/PID/task/TID/children). An entry goes at the process's exit or
+ * its exec of another program: not an LRU, which could drop a live
+ * process's entry, and with it forks user space counts on seeing. */
 #define PY_EXEC_QUIET_NS	2000000000ull
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
 	__type(key, __u32);
 	__type(value, __u64);
 } py_execs SEC(".maps");
@@ -884,8 +889,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	flags = exe_name_flags(bprm);
 	now = bpf_ktime_get_ns();
-	if (flags & PROC_F_NAME_PYTHON)
-		bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY);
+	if ((flags & PROC_F_NAME_PYTHON) &&
+	    bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY) == 0)
+		flags |= PROC_F_FORKS_SEEN;
 	else
 		bpf_map_delete_elem(&py_execs, &pid);
 	send_proc_event(PROC_EXEC, pid, 0, flags, event_wake(PROC_EXEC, pid, flags));
@@ -897,11 +903,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 pid, ppid;
 
-	/* New processes only (not threads), and only children of targets:
-	 * a fork copies the parent's interpreter, ready to be profiled. */
+	/* New processes only (not threads), and only children of targets
+	 * (a fork copies the parent's interpreter, ready to be profiled) or
+	 * of interpreters that exec'd and may not be targets yet. */
 	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(parent, group_leader, thread_pid), &ppid) ||
-	    !bpf_map_lookup_elem(&procs, &ppid) ||
+	    (!bpf_map_lookup_elem(&procs, &ppid) && !bpf_map_lookup_elem(&py_execs, &ppid)) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(child, thread_pid), &pid))
 		return 0;
 	send_proc_event(PROC_FORK, pid, ppid, 0, event_wake(PROC_FORK, pid, 0));
@@ -917,8 +924,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	 * after signal->live is decremented): user space forgets them now
 	 * rather than at a scan of /proc. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0 ||
-	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid) ||
-	    !bpf_map_lookup_elem(&procs, &pid))
+	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid))
+		return 0;
+	bpf_map_delete_elem(&py_execs, &pid);
+	if (!bpf_map_lookup_elem(&procs, &pid))
 		return 0;
 	send_proc_event(PROC_EXIT, pid, 0, 0, event_wake(PROC_EXIT, pid, 0));
 	return 0;

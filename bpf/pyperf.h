@@ -269,7 +269,8 @@ struct py_task_capture {
  * profiler's PID namespace. */
 enum proc_event_kind {
 	PROC_EXEC = 1,
-	PROC_FORK,		/* a target's child (not a thread) */
+	PROC_FORK,		/* a child (not a thread) of a target or of a
+				 * process whose exec had PROC_F_FORKS_SEEN */
 	PROC_EXIT,		/* a target's last thread exited */
 	PROC_MAP,		/* a process not a target mapped a libpython*
 				 * executable (an embedder, dlopen) */
@@ -282,6 +283,12 @@ enum proc_event_kind {
  * "python" in it. Without PROC_F_NAME_READ user space reads the link. */
 #define PROC_F_NAME_READ	(1u << 0)
 #define PROC_F_NAME_PYTHON	(1u << 1)
+/* PROC_EXEC of a python: every fork of the process from the exec on is
+ * reported (PROC_FORK, its child) until it exits or execs again, target
+ * or not yet, so user space need not list the children it made before it
+ * was attached (py_execs, pyperf.bpf.c). Not set when that table was
+ * full. */
+#define PROC_F_FORKS_SEEN	(1u << 2)
 
 struct py_proc_event {
 	__u32 kind;		/* enum proc_event_kind */

@@ -278,21 +278,25 @@ static void adopt_children(struct target_set *ts, pid_t pid, int nthreads)
 	ts->adopting = 0;
 }
 
-/* t becomes a target; nthreads as adopt_children(). 0. */
-static int attach(struct target_set *ts, struct py_target *t, int nthreads)
+/* t becomes a target; nthreads as adopt_children(); adopt 0: the
+ * children it made so far are known otherwise (its forks were reported,
+ * PROC_F_FORKS_SEEN). 0. */
+static int attach(struct target_set *ts, struct py_target *t, int nthreads, int adopt)
 {
 	index_add(ts, t->pid, ts->n);
 	ts->v[ts->n++] = t;
 	ts->added++;
 	if (ts->cb)
 		ts->cb(ts->ctx, t, 1);
-	if ((ts->all || ts->children) && !ts->adopting)
+	if ((ts->all || ts->children) && !ts->adopting && adopt)
 		adopt_children(ts, t->pid, nthreads);
 	return 0;
 }
 
-/* targets_add() with pid's stat as read a moment ago (NULL: read here). */
-static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_stat *known)
+/* targets_add() with pid's stat as read a moment ago (NULL: read here);
+ * adopt as attach(). */
+static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_stat *known,
+	       int adopt)
 {
 	struct proc_stat ps;
 	struct py_target *t;
@@ -333,12 +337,12 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 		return -1;
 	}
 	locate_gil(t);
-	return attach(ts, t, known ? known->num_threads : 0);
+	return attach(ts, t, known ? known->num_threads : 0, adopt);
 }
 
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
-	return add(ts, pid, quiet, NULL);
+	return add(ts, pid, quiet, NULL, 1);
 }
 
 /* A target's child made by fork: a copy of its parent, the same files
@@ -361,18 +365,20 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
 	t->pid = pid;
 	t->forked_from = parent->pid;
 	t->start_time = ps.start_time;
-	return attach(ts, t, ps.num_threads);
+	return attach(ts, t, ps.num_threads, 1);
 }
 
-/* pid is (again) to be probed until wait_ns from now. start: its start
- * time if the caller read it, which the tries check the process by; 0:
+/* pid is (again) to be probed until wait_ns from now. forks_seen: as
+ * struct pending's, from an exec (0 or 1), or -1: as it was (0 for a new
+ * entry). start: its start time if the caller read it, which the tries
+ * check the process by; 0:
  * unknown, learnt at the first try (a read of /proc/PID/stat fewer per new
  * process: a pid is reused only after the whole pid space, not within the
  * few ms before that try). A process that exec'd keeps its start time, so
  * a pending entry's stays when its interpreter's library is mapped (the
  * second event of most new processes). */
 static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns,
-			uint64_t start)
+			int forks_seen, uint64_t start)
 {
 	struct pending *p = NULL;
 
@@ -388,6 +394,8 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 	if (p->parent)		/* exec'd: another program, to be probed */
 		p->start_time = 0;
 	p->parent = 0;
+	if (forks_seen >= 0)
+		p->forks_seen = forks_seen;
 	if (start)
 		p->start_time = start;
 	if (p->until_ns < now_ns + wait_ns)
@@ -398,7 +406,7 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
-	pending_add(ts, pid, now_ns, wait_ns, proc_start_time(pid));
+	pending_add(ts, pid, now_ns, wait_ns, -1, proc_start_time(pid));
 }
 
 int64_t targets_next_try_ns(const struct target_set *ts)
@@ -472,13 +480,31 @@ static void reap(struct target_set *ts)
 	}
 }
 
+/* The entry of pid waiting to be probed (not a fork child), or NULL. */
+static struct pending *pending_probe(struct target_set *ts, pid_t pid)
+{
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].pid == pid && !ts->pending[i].parent)
+			return &ts->pending[i];
+	return NULL;
+}
+
 /* A fork child p's copy of its parent, if both are still there. 0 when
- * attached. */
-static int fork_due(struct target_set *ts, const struct pending *p)
+ * attached; 1 when p became an entry to probe: its parent, forked before
+ * it was attached, is not (yet) a target, and the child may be Python
+ * all the same (the parent's children are not looked for when it is
+ * attached: PROC_F_FORKS_SEEN). */
+static int fork_due(struct target_set *ts, struct pending *p, int64_t now_ns)
 {
 	const struct py_target *parent = find_live(ts, p->parent);
 
-	return parent ? add_forked(ts, p->pid, parent) : -1;
+	if (parent)
+		return add_forked(ts, p->pid, parent);
+	if (!p->probe_orphan)
+		return -1;
+	*p = (struct pending){ .pid = p->pid, .until_ns = now_ns + 2 * 1000000000LL,
+			       .next_ns = now_ns, .gap_ns = PENDING_FIRST_NS };
+	return 1;
 }
 
 /* Removes pid's entry if it is a fork child waiting to be copied. */
@@ -515,8 +541,11 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 			continue;
 		}
 		if (p->parent) {	/* a fork child that did not exec */
-			ts->found_by_event += fork_due(ts, p) == 0;
-			*p = ts->pending[--ts->npending];
+			int r = fork_due(ts, p, now_ns);
+
+			ts->found_by_event += r == 0;
+			if (r != 1)
+				*p = ts->pending[--ts->npending];
 			continue;
 		}
 		/* One read of its stat serves the check and the probe. */
@@ -524,7 +553,7 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 		       (p->start_time && ps.start_time != p->start_time) || now_ns > p->until_ns;
 		if (!gone)
 			p->start_time = ps.start_time;
-		if (gone || add(ts, p->pid, 1, &ps) == 0) {
+		if (gone || add(ts, p->pid, 1, &ps, !p->forks_seen) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
@@ -558,7 +587,7 @@ static void scan_proc(struct target_set *ts)
 			continue;
 		if (!ts->all && !descends_from_target(ts, ps.ppid))
 			continue;	/* not ours; its parent may become ours later */
-		if (add(ts, pid, 1, &ps))
+		if (add(ts, pid, 1, &ps, 1))
 			ignored(ts, key, 1);
 		else
 			ts->found_by_scan++;
@@ -632,7 +661,8 @@ static void drop(struct target_set *ts, size_t i)
 
 static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start);
 
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named)
+void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named,
+		     int forks_seen)
 {
 	long i = slot_of(ts, pid);
 	uint64_t start;
@@ -649,7 +679,7 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named
 	 * linked statically under another name by the safety-net scan. */
 	if (named < 0 ? !exe_named_python(pid) : !named)
 		return;
-	pending_add(ts, pid, now_ns, 2 * 1000000000LL, start);
+	pending_add(ts, pid, now_ns, 2 * 1000000000LL, forks_seen, start);
 }
 
 /* Is a new process pid, or one that changed (exec, a library mapped),
@@ -669,14 +699,18 @@ static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start)
 
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns)
 {
-	/* multiprocessing's fork start method: a copy that never execs. */
-	if (!(ts->all || ts->children) || !find_live(ts, ppid) || find_live(ts, pid) ||
-	    ts->npending == PENDING_MAX)
+	/* multiprocessing's fork start method: a copy that never execs.
+	 * A parent still waiting to be attached (its forks are reported
+	 * from its exec on) is most likely attached by the child's turn. */
+	int orphan = !find_live(ts, ppid);
+
+	if (!(ts->all || ts->children) || (orphan && !pending_probe(ts, ppid)) ||
+	    find_live(ts, pid) || ts->npending == PENDING_MAX)
 		return;
 	cancel_fork(ts, pid);
 	ts->pending[ts->npending++] = (struct pending){
 		.pid = pid, .parent = ppid, .next_ns = now_ns + FORK_WAIT_NS,
-		.until_ns = now_ns + FORK_WAIT_NS,
+		.until_ns = now_ns + FORK_WAIT_NS, .probe_orphan = orphan,
 	};
 }
 
@@ -694,5 +728,5 @@ void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns)
 	uint64_t start;
 
 	if (!find_live(ts, pid) && wanted(ts, pid, &start))
-		pending_add(ts, pid, now_ns, 2 * 1000000000LL, start);
+		pending_add(ts, pid, now_ns, 2 * 1000000000LL, -1, start);
 }

@@ -39,6 +39,12 @@ struct pending {
 	int64_t gap_ns;			/* ... after the last try */
 	pid_t parent;			/* a fork of this target, not exec'd yet:
 					 * copied from it when due; 0: probed */
+	int forks_seen;			/* every fork since its exec is reported
+					 * (PROC_F_FORKS_SEEN): no children to
+					 * look for when it is attached */
+	int probe_orphan;		/* a fork child whose parent was not a
+					 * target yet: probed if the parent is
+					 * not one when the child is due */
 };
 
 /* A target's fork child is attached (copied from its parent) this long
@@ -127,11 +133,14 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
  * retried); a new process worth watching is retried for a while, since its
  * interpreter's libraries are mapped only after the exec. named: whether
  * its executable file's name says python, if the event told (0 or 1),
- * else -1 (read from /proc/PID/exe). */
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named);
+ * else -1 (read from /proc/PID/exe). forks_seen: every fork it makes
+ * from now on is reported (PROC_F_FORKS_SEEN). */
+void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named,
+		     int forks_seen);
 
-/* A target forked (fork copies its interpreter): profile the child,
- * FORK_WAIT_NS from now unless it execs first. */
+/* A target, or a process waiting to be attached, forked (fork copies its
+ * interpreter): profile the child, FORK_WAIT_NS from now unless it execs
+ * first. */
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns);
 
 /* A target exited: stop sampling it (it is retired, for late samples). */
