@@ -879,6 +879,29 @@ static __always_inline __u32 exe_name_flags(struct linux_binprm *bprm)
 	return PROC_F_NAME_READ;
 }
 
+/* The profiler's root (mount and directory), set by learn_root, which
+ * user space runs once (BPF_PROG_TEST_RUN: in its own context); 0 until
+ * then. Both stay valid while the profiler lives (it holds its root), so
+ * another process with the same two has the same root. */
+__u64 our_root_mnt = 0, our_root_dentry = 0;
+
+SEC("raw_tp/sys_enter")
+int learn_root(void *ctx)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	our_root_mnt = (__u64)(long)BPF_CORE_READ(task, fs, root.mnt);
+	our_root_dentry = (__u64)(long)BPF_CORE_READ(task, fs, root.dentry);
+	return 0;
+}
+
+static __always_inline int root_is_ours(struct task_struct *p)
+{
+	return our_root_dentry &&
+	       (__u64)(long)BPF_CORE_READ(p, fs, root.mnt) == our_root_mnt &&
+	       (__u64)(long)BPF_CORE_READ(p, fs, root.dentry) == our_root_dentry;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -889,6 +912,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	flags = exe_name_flags(bprm);
 	now = bpf_ktime_get_ns();
+	if ((flags & PROC_F_NAME_PYTHON) && root_is_ours(p))
+		flags |= PROC_F_ROOT_OURS;
 	if ((flags & PROC_F_NAME_PYTHON) &&
 	    bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY) == 0)
 		flags |= PROC_F_FORKS_SEEN;

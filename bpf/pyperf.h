@@ -289,6 +289,10 @@ enum proc_event_kind {
  * was attached (py_execs, pyperf.bpf.c). Not set when that table was
  * full. */
 #define PROC_F_FORKS_SEEN	(1u << 2)
+/* PROC_EXEC of a python: its root is the profiler's own (the same mount
+ * and directory: learn_root, pyperf.bpf.c), so its file names mean what
+ * they mean to the profiler, without a look at /proc/PID/root. */
+#define PROC_F_ROOT_OURS	(1u << 3)
 
 struct py_proc_event {
 	__u32 kind;		/* enum proc_event_kind */

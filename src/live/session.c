@@ -677,8 +677,7 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	if (e->kind == PROC_EXEC)
 		targets_on_exec(&s->ts, (pid_t)e->pid, at,
 				!(e->flags & PROC_F_NAME_READ) ? -1 :
-				(e->flags & PROC_F_NAME_PYTHON) != 0,
-				(e->flags & PROC_F_FORKS_SEEN) != 0);
+				(e->flags & PROC_F_NAME_PYTHON) != 0, e->flags);
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, at);
 	else if (e->kind == PROC_EXIT)

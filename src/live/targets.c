@@ -13,6 +13,7 @@
 
 #include "objcache.h"
 #include "proc.h"
+#include "pyperf.h"
 #include "pythread.h"
 #include "target_src.h"
 
@@ -293,14 +294,18 @@ static int attach(struct target_set *ts, struct py_target *t, int nthreads, int 
 	return 0;
 }
 
-/* targets_add() with pid's stat as read a moment ago (NULL: read here);
- * adopt as attach(). */
+/* add()'s how: */
+#define ADD_NO_ADOPT	1u	/* its forks were reported: attach()'s adopt 0 */
+#define ADD_ROOT_OURS	2u	/* its root is ours (PROC_F_ROOT_OURS) */
+
+/* targets_add() with pid's stat as read a moment ago (NULL: read here). */
 static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_stat *known,
-	       int adopt)
+	       unsigned how)
 {
 	struct proc_stat ps;
 	struct py_target *t;
 	char err[512];
+	int r;
 
 	if (find_live(ts, pid))
 		return 0;
@@ -324,8 +329,13 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -1;
-	if (pyversion_detect_stat(ts->src, ts->objs, pid, known, ts->all || quiet, t, err,
-				  sizeof(err))) {
+	if (how & ADD_ROOT_OURS)
+		target_src_live_root_ours(pid);
+	r = pyversion_detect_stat(ts->src, ts->objs, pid, known,
+				  (ts->all || quiet ? PYV_NAMED : 0) |
+				  (how & ADD_ROOT_OURS ? PYV_ROOT_OURS : 0), t, err, sizeof(err));
+	target_src_live_root_ours(0);
+	if (r) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: %s\n", err);
 		free(t);
@@ -337,12 +347,12 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 		return -1;
 	}
 	locate_gil(t);
-	return attach(ts, t, known ? known->num_threads : 0, adopt);
+	return attach(ts, t, known ? known->num_threads : 0, !(how & ADD_NO_ADOPT));
 }
 
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
-	return add(ts, pid, quiet, NULL, 1);
+	return add(ts, pid, quiet, NULL, 0);
 }
 
 /* A target's child made by fork: a copy of its parent, the same files
@@ -368,9 +378,9 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
 	return attach(ts, t, ps.num_threads, 1);
 }
 
-/* pid is (again) to be probed until wait_ns from now. forks_seen: as
- * struct pending's, from an exec (0 or 1), or -1: as it was (0 for a new
- * entry). start: its start time if the caller read it, which the tries
+/* pid is (again) to be probed until wait_ns from now. exec_flags: its
+ * exec event's PROC_F_* (for struct pending's forks_seen and root_ours),
+ * or -1: not an exec, those as they were (0 for a new entry). start: its start time if the caller read it, which the tries
  * check the process by; 0:
  * unknown, learnt at the first try (a read of /proc/PID/stat fewer per new
  * process: a pid is reused only after the whole pid space, not within the
@@ -378,7 +388,7 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
  * a pending entry's stays when its interpreter's library is mapped (the
  * second event of most new processes). */
 static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns,
-			int forks_seen, uint64_t start)
+			long exec_flags, uint64_t start)
 {
 	struct pending *p = NULL;
 
@@ -394,8 +404,10 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 	if (p->parent)		/* exec'd: another program, to be probed */
 		p->start_time = 0;
 	p->parent = 0;
-	if (forks_seen >= 0)
-		p->forks_seen = forks_seen;
+	if (exec_flags >= 0) {
+		p->forks_seen = (exec_flags & PROC_F_FORKS_SEEN) != 0;
+		p->root_ours = (exec_flags & PROC_F_ROOT_OURS) != 0;
+	}
 	if (start)
 		p->start_time = start;
 	if (p->until_ns < now_ns + wait_ns)
@@ -553,7 +565,8 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 		       (p->start_time && ps.start_time != p->start_time) || now_ns > p->until_ns;
 		if (!gone)
 			p->start_time = ps.start_time;
-		if (gone || add(ts, p->pid, 1, &ps, !p->forks_seen) == 0) {
+		if (gone || add(ts, p->pid, 1, &ps, (p->forks_seen ? ADD_NO_ADOPT : 0) |
+						     (p->root_ours ? ADD_ROOT_OURS : 0)) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
@@ -587,7 +600,7 @@ static void scan_proc(struct target_set *ts)
 			continue;
 		if (!ts->all && !descends_from_target(ts, ps.ppid))
 			continue;	/* not ours; its parent may become ours later */
-		if (add(ts, pid, 1, &ps, 1))
+		if (add(ts, pid, 1, &ps, 0))
 			ignored(ts, key, 1);
 		else
 			ts->found_by_scan++;
@@ -662,7 +675,7 @@ static void drop(struct target_set *ts, size_t i)
 static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start);
 
 void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named,
-		     int forks_seen)
+		     unsigned flags)
 {
 	long i = slot_of(ts, pid);
 	uint64_t start;
@@ -679,7 +692,7 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named
 	 * linked statically under another name by the safety-net scan. */
 	if (named < 0 ? !exe_named_python(pid) : !named)
 		return;
-	pending_add(ts, pid, now_ns, 2 * 1000000000LL, forks_seen, start);
+	pending_add(ts, pid, now_ns, 2 * 1000000000LL, (long)flags, start);
 }
 
 /* Is a new process pid, or one that changed (exec, a library mapped),

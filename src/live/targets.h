@@ -42,6 +42,8 @@ struct pending {
 	int forks_seen;			/* every fork since its exec is reported
 					 * (PROC_F_FORKS_SEEN): no children to
 					 * look for when it is attached */
+	int root_ours;			/* its root is ours, as of its exec
+					 * (PROC_F_ROOT_OURS) */
 	int probe_orphan;		/* a fork child whose parent was not a
 					 * target yet: probed if the parent is
 					 * not one when the child is due */
@@ -133,10 +135,10 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
  * retried); a new process worth watching is retried for a while, since its
  * interpreter's libraries are mapped only after the exec. named: whether
  * its executable file's name says python, if the event told (0 or 1),
- * else -1 (read from /proc/PID/exe). forks_seen: every fork it makes
- * from now on is reported (PROC_F_FORKS_SEEN). */
+ * else -1 (read from /proc/PID/exe). flags: the event's PROC_F_* (what
+ * else it told: PROC_F_FORKS_SEEN, PROC_F_ROOT_OURS). */
 void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named,
-		     int forks_seen);
+		     unsigned flags);
 
 /* A target, or a process waiting to be attached, forked (fork copies its
  * interpreter): profile the child, FORK_WAIT_NS from now unless it execs

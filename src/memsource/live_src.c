@@ -55,6 +55,15 @@ static ssize_t live_readv(void *ctx, pid_t pid, const struct iovec *local, unsig
 	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
 }
 
+/* The process whose root is known to be ours (target_src_live_root_ours),
+ * or 0. */
+static pid_t root_ours;
+
+void target_src_live_root_ours(pid_t pid)
+{
+	root_ours = pid;
+}
+
 /* A chroot's maps name its files with our path to its root in front:
  * name them as the target does (proc_root.h), as a container's are. */
 static void own_names(const char *path, char *text, size_t *len)
@@ -63,7 +72,8 @@ static void own_names(const char *path, char *text, size_t *len)
 	unsigned pid;
 	int n = 0;
 
-	if (sscanf(path, "/proc/%u/maps%n", &pid, &n) != 1 || path[n] != '\0')
+	if (sscanf(path, "/proc/%u/maps%n", &pid, &n) != 1 || path[n] != '\0' ||
+	    (root_ours && (pid_t)pid == root_ours))
 		return;
 	proc_root_prefix((pid_t)pid, prefix, sizeof(prefix));
 	*len = proc_root_strip(text, *len, prefix);

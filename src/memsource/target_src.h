@@ -45,6 +45,11 @@ const struct target_src *target_src_live(void);
  * (a recording records the failures). */
 void target_src_live_gone(pid_t pid, int is_gone);
 
+/* pid's root is known to be ours (its exec event said so): its maps are
+ * read without a look at /proc/PID/root for the prefix to strip (there
+ * is none), until it is called with another pid or 0. */
+void target_src_live_root_ours(pid_t pid);
+
 static inline ssize_t target_readv(const struct target_src *s, pid_t pid,
 				   const struct iovec *local, unsigned long nlocal,
 				   const struct iovec *remote, unsigned long nremote)
