@@ -783,8 +783,19 @@ struct {
 	__type(value, __u64);
 } py_execs SEC(".maps");
 
+/* A task's start, as /proc/PID/stat counts it (in ns): 0 where the
+ * kernel has no start_boottime (before 5.5). */
+static __always_inline __u64 start_ns_of(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->start_boottime))
+		return 0;
+	return BPF_CORE_READ(p, group_leader, start_boottime);
+}
+
+/* exec: the task that exec'd, whose start, argument area and name go
+ * with a python's exec (PROC_F_NAME_PYTHON); NULL otherwise. */
 static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, __u32 flags,
-					    __u64 wake)
+					    __u64 wake, struct task_struct *exec)
 {
 	struct py_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
@@ -798,6 +809,14 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, _
 	e->ppid = ppid;
 	e->flags = flags;
 	e->time_ns = bpf_ktime_get_ns();
+	e->start_ns = e->arg_start = e->arg_end = 0;
+	__builtin_memset(e->comm, 0, sizeof(e->comm));
+	if (exec && (flags & PROC_F_NAME_PYTHON)) {
+		e->start_ns = start_ns_of(exec);
+		e->arg_start = BPF_CORE_READ(exec, mm, arg_start);
+		e->arg_end = BPF_CORE_READ(exec, mm, arg_end);
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), exec->comm);
+	}
 	bpf_ringbuf_submit(e, wake);
 }
 
@@ -829,7 +848,7 @@ static __always_inline void wake_if_due(__u64 now)
 	if (!due || now < due)
 		return;
 	wake_due_ns = 0;
-	send_proc_event(PROC_WAKE, 0, 0, 0, BPF_RB_FORCE_WAKEUP);
+	send_proc_event(PROC_WAKE, 0, 0, 0, BPF_RB_FORCE_WAKEUP, NULL);
 }
 
 /* How a process event wakes user space: lazily or when due (above) on a
@@ -884,6 +903,8 @@ static __always_inline __u32 exe_name_flags(struct linux_binprm *bprm)
  * then. Both stay valid while the profiler lives (it holds its root), so
  * another process with the same two has the same root. */
 __u64 our_root_mnt = 0, our_root_dentry = 0;
+__u64 our_start_ns = 0;		/* the profiler's start_ns_of(): user space
+				 * checks the clock of PROC_EXEC's start_ns */
 
 SEC("raw_tp/sys_enter")
 int learn_root(void *ctx)
@@ -892,6 +913,7 @@ int learn_root(void *ctx)
 
 	our_root_mnt = (__u64)(long)BPF_CORE_READ(task, fs, root.mnt);
 	our_root_dentry = (__u64)(long)BPF_CORE_READ(task, fs, root.dentry);
+	our_start_ns = start_ns_of(task);
 	return 0;
 }
 
@@ -919,7 +941,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		flags |= PROC_F_FORKS_SEEN;
 	else
 		bpf_map_delete_elem(&py_execs, &pid);
-	send_proc_event(PROC_EXEC, pid, 0, flags, event_wake(PROC_EXEC, pid, flags));
+	send_proc_event(PROC_EXEC, pid, 0, flags, event_wake(PROC_EXEC, pid, flags), p);
 	return 0;
 }
 
@@ -936,7 +958,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	    (!bpf_map_lookup_elem(&procs, &ppid) && !bpf_map_lookup_elem(&py_execs, &ppid)) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(child, thread_pid), &pid))
 		return 0;
-	send_proc_event(PROC_FORK, pid, ppid, 0, event_wake(PROC_FORK, pid, 0));
+	send_proc_event(PROC_FORK, pid, ppid, 0, event_wake(PROC_FORK, pid, 0), NULL);
 	return 0;
 }
 
@@ -951,10 +973,14 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) != 0 ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid))
 		return 0;
-	bpf_map_delete_elem(&py_execs, &pid);
-	if (!bpf_map_lookup_elem(&procs, &pid))
+	/* On a whole host user space may wait to attach a python that exec'd
+	 * (it learns its start from the exec, not /proc/PID/stat): its exit
+	 * ends the wait. */
+	if (bpf_map_delete_elem(&py_execs, &pid) && !bpf_map_lookup_elem(&procs, &pid))
 		return 0;
-	send_proc_event(PROC_EXIT, pid, 0, 0, event_wake(PROC_EXIT, pid, 0));
+	if (!lazy_exits && !bpf_map_lookup_elem(&procs, &pid))
+		return 0;
+	send_proc_event(PROC_EXIT, pid, 0, 0, event_wake(PROC_EXIT, pid, 0), NULL);
 	return 0;
 }
 
@@ -993,6 +1019,6 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 	exec_ns = bpf_map_lookup_elem(&py_execs, &pid);
 	if (exec_ns && bpf_ktime_get_ns() - *exec_ns < PY_EXEC_QUIET_NS)
 		return 0;
-	send_proc_event(PROC_MAP, pid, 0, 0, event_wake(PROC_MAP, pid, 0));
+	send_proc_event(PROC_MAP, pid, 0, 0, event_wake(PROC_MAP, pid, 0), NULL);
 	return 0;
 }

@@ -271,7 +271,9 @@ enum proc_event_kind {
 	PROC_EXEC = 1,
 	PROC_FORK,		/* a child (not a thread) of a target or of a
 				 * process whose exec had PROC_F_FORKS_SEEN */
-	PROC_EXIT,		/* a target's last thread exited */
+	PROC_EXIT,		/* a target's last thread exited; on a whole host
+				 * also a process whose exec had
+				 * PROC_F_FORKS_SEEN, target or not */
 	PROC_MAP,		/* a process not a target mapped a libpython*
 				 * executable (an embedder, dlopen) */
 	PROC_WAKE,		/* none: an event before is due (pyperf.bpf.c,
@@ -301,6 +303,12 @@ struct py_proc_event {
 	__u32 ppid;		/* fork: the parent (a target) */
 	__u32 flags;		/* PROC_F_* */
 	__u64 time_ns;		/* bpf_ktime_get_ns() at the event */
+	/* PROC_EXEC of a python, what /proc/PID/stat would tell of it now
+	 * (0 otherwise): its start (task start_boottime, ns after boot; 0 if
+	 * this kernel has no such field), its argument area and its name. */
+	__u64 start_ns;
+	__u64 arg_start, arg_end;
+	char comm[16];
 };
 
 /* sample flags */

@@ -456,6 +456,11 @@ int bpf_attach_events_fd(const struct bpf_attach *a)
 	return bpf_map__fd(a->skel->maps.events);
 }
 
+uint64_t bpf_attach_own_start_ns(const struct bpf_attach *a)
+{
+	return a->skel && a->skel->bss ? a->skel->bss->our_start_ns : 0;
+}
+
 int bpf_attach_proc_events_fd(const struct bpf_attach *a)
 {
 	return a->exec_link || a->exit_link ? bpf_map__fd(a->skel->maps.proc_events) : -1;

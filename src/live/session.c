@@ -675,9 +675,7 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	if (e->kind == PROC_EXEC && batch_has_pid(s, (pid_t)e->pid) && flush_batch(s))
 		return -ENOMEM;
 	if (e->kind == PROC_EXEC)
-		targets_on_exec(&s->ts, (pid_t)e->pid, at,
-				!(e->flags & PROC_F_NAME_READ) ? -1 :
-				(e->flags & PROC_F_NAME_PYTHON) != 0, e->flags);
+		targets_on_exec(&s->ts, e, at);
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, at);
 	else if (e->kind == PROC_EXIT)
@@ -783,6 +781,7 @@ static int poll_loop(struct session *s)
 			fprintf(stderr, "pyperf-pprof: warning: cannot read process events; relying on /proc scans\n");
 		else if (bpf_attach_proc_events_complete(&s->bpf, s->cfg))
 			s->scan_ns = SAFETY_SCAN_NS;
+		targets_exec_clock(&s->ts, bpf_attach_own_start_ns(&s->bpf));
 	}
 	for (;;) {
 		int64_t now = elapsed_ns(s);

@@ -388,7 +388,7 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
  * a pending entry's stays when its interpreter's library is mapped (the
  * second event of most new processes). */
 static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns,
-			long exec_flags, uint64_t start)
+			long exec_flags, uint64_t start, const struct proc_stat *ev)
 {
 	struct pending *p = NULL;
 
@@ -407,6 +407,9 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 	if (exec_flags >= 0) {
 		p->forks_seen = (exec_flags & PROC_F_FORKS_SEEN) != 0;
 		p->root_ours = (exec_flags & PROC_F_ROOT_OURS) != 0;
+		p->ev_ok = ev != NULL;
+		if (ev)
+			p->ev = *ev;
 	}
 	if (start)
 		p->start_time = start;
@@ -418,7 +421,7 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
-	pending_add(ts, pid, now_ns, wait_ns, -1, proc_start_time(pid));
+	pending_add(ts, pid, now_ns, wait_ns, -1, proc_start_time(pid), NULL);
 }
 
 int64_t targets_next_try_ns(const struct target_set *ts)
@@ -536,7 +539,11 @@ static void exec_pending(struct target_set *ts, pid_t pid)
 {
 	for (size_t i = 0; i < ts->npending; i++)
 		if (ts->pending[i].pid == pid && !ts->pending[i].parent) {
+			/* Nor is what its exec told true any more (another
+			 * program's exec tells its own). */
 			ts->pending[i].start_time = 0;
+			ts->pending[i].forks_seen = ts->pending[i].root_ours = 0;
+			ts->pending[i].ev_ok = 0;
 			return;
 		}
 }
@@ -560,8 +567,11 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 				*p = ts->pending[--ts->npending];
 			continue;
 		}
-		/* One read of its stat serves the check and the probe. */
-		gone = proc_stat(p->pid, &ps) || proc_stat_gone(&ps) ||
+		/* One read of its stat serves the check and the probe; none
+		 * when its exec told it (its exit would have ended this). */
+		if (p->ev_ok)
+			ps = p->ev;
+		gone = (!p->ev_ok && (proc_stat(p->pid, &ps) || proc_stat_gone(&ps))) ||
 		       (p->start_time && ps.start_time != p->start_time) || now_ns > p->until_ns;
 		if (!gone)
 			p->start_time = ps.start_time;
@@ -674,10 +684,39 @@ static void drop(struct target_set *ts, size_t i)
 
 static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start);
 
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named,
-		     unsigned flags)
+void targets_exec_clock(struct target_set *ts, uint64_t own_start_ns)
 {
+	long hz = sysconf(_SC_CLK_TCK);
+	struct proc_stat ps;
+
+	ts->tick_ns = 0;
+	if (own_start_ns && hz > 0 && 1000000000L % hz == 0 && proc_stat(getpid(), &ps) == 0 &&
+	    own_start_ns / (uint64_t)(1000000000L / hz) == ps.start_time)
+		ts->tick_ns = (uint64_t)(1000000000L / hz);
+}
+
+/* What /proc/PID/stat would say of e's process, from e, into ps; NULL if
+ * e does not tell (not a python's exec, a clock not checked, its exit
+ * not reported). */
+static const struct proc_stat *exec_stat(const struct target_set *ts,
+					 const struct py_proc_event *e, struct proc_stat *ps)
+{
+	if (!ts->all || !ts->tick_ns || !e->start_ns || !(e->flags & PROC_F_FORKS_SEEN))
+		return NULL;
+	*ps = (struct proc_stat){ .num_threads = 1, .state = 'R',
+				  .start_time = e->start_ns / ts->tick_ns,
+				  .arg_start = e->arg_start, .arg_end = e->arg_end };
+	memcpy(ps->comm, e->comm, sizeof(ps->comm));
+	ps->comm[sizeof(ps->comm) - 1] = '\0';
+	return ps;
+}
+
+void targets_on_exec(struct target_set *ts, const struct py_proc_event *e, int64_t now_ns)
+{
+	pid_t pid = (pid_t)e->pid;
 	long i = slot_of(ts, pid);
+	int named = !(e->flags & PROC_F_NAME_READ) ? -1 : (e->flags & PROC_F_NAME_PYTHON) != 0;
+	struct proc_stat ev;
 	uint64_t start;
 
 	cancel_fork(ts, pid);	/* not a copy of its parent any more */
@@ -692,7 +731,9 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named
 	 * linked statically under another name by the safety-net scan. */
 	if (named < 0 ? !exe_named_python(pid) : !named)
 		return;
-	pending_add(ts, pid, now_ns, 2 * 1000000000LL, (long)flags, start);
+	pending_add(ts, pid, now_ns, 2 * 1000000000LL, (long)e->flags,
+		    start ? start : e->start_ns && ts->tick_ns ? e->start_ns / ts->tick_ns : 0,
+		    exec_stat(ts, e, &ev));
 }
 
 /* Is a new process pid, or one that changed (exec, a library mapped),
@@ -730,6 +771,10 @@ void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_n
 void targets_on_exit(struct target_set *ts, pid_t pid)
 {
 	long i = slot_of(ts, pid);
+	struct pending *p = pending_probe(ts, pid);
+
+	if (p)
+		*p = ts->pending[--ts->npending];
 
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
@@ -741,5 +786,5 @@ void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns)
 	uint64_t start;
 
 	if (!find_live(ts, pid) && wanted(ts, pid, &start))
-		pending_add(ts, pid, now_ns, 2 * 1000000000LL, -1, start);
+		pending_add(ts, pid, now_ns, 2 * 1000000000LL, -1, start, NULL);
 }
