@@ -965,7 +965,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 pid;
+	__u32 pid, flags = 0;
+	int tracked;
 
 	/* Targets only, once their last thread is gone (the tracepoint runs
 	 * after signal->live is decremented): user space forgets them now
@@ -976,11 +977,18 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* On a whole host user space may wait to attach a python that exec'd
 	 * (it learns its start from the exec, not /proc/PID/stat): its exit
 	 * ends the wait. */
-	if (bpf_map_delete_elem(&py_execs, &pid) && !bpf_map_lookup_elem(&procs, &pid))
+	tracked = bpf_map_delete_elem(&py_execs, &pid) == 0;
+	/* A target's entries go now, not at user space's next wake-up: two
+	 * system calls fewer per short-lived process. Its last samples are
+	 * in the ring buffer already. */
+	if (bpf_map_delete_elem(&procs, &pid) == 0) {
+		bpf_map_delete_elem(&unwind_procs, &pid);
+		bpf_map_delete_elem(&task_srcs, &pid);
+		flags = PROC_F_FORGOTTEN;
+	} else if (!tracked || !lazy_exits) {
 		return 0;
-	if (!lazy_exits && !bpf_map_lookup_elem(&procs, &pid))
-		return 0;
-	send_proc_event(PROC_EXIT, pid, 0, 0, event_wake(PROC_EXIT, pid, 0), NULL);
+	}
+	send_proc_event(PROC_EXIT, pid, 0, flags, event_wake(PROC_EXIT, pid, 0), NULL);
 	return 0;
 }
 

@@ -295,6 +295,9 @@ enum proc_event_kind {
  * and directory: learn_root, pyperf.bpf.c), so its file names mean what
  * they mean to the profiler, without a look at /proc/PID/root. */
 #define PROC_F_ROOT_OURS	(1u << 3)
+/* PROC_EXIT of a target: the BPF program has deleted its entries (procs,
+ * unwind_procs, task_srcs) itself; user space need not. */
+#define PROC_F_FORGOTTEN	(1u << 4)
 
 struct py_proc_event {
 	__u32 kind;		/* enum proc_event_kind */
