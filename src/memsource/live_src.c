@@ -14,15 +14,15 @@
 #include "proc.h"
 #include "proc_root.h"
 
-/* Processes whose exit (or exec) the profiler has seen: their memory is
- * gone, and a read fails as the kernel would, without asking it. Samples
+/* Processes whose exit (or exec) the profiler has seen, or whose memory a
+ * read found gone: a read fails as the kernel would, without asking it. Samples
  * taken just before an exit are still added after it, and each read of
  * their code objects and labels was a failing process_vm_readv (3.4 per
  * new process on a host starting one every 0.3 s). Failing here, below a
  * recording, keeps the recording as it was: the failure is recorded. */
 #define GONE_MAX	128	/* targets' retired list, RETIRED_MAX, fits */
 static pid_t gone[GONE_MAX];
-static unsigned ngone;
+static unsigned ngone, gone_next;
 
 void target_src_live_gone(pid_t pid, int is_gone)
 {
@@ -34,6 +34,8 @@ void target_src_live_gone(pid_t pid, int is_gone)
 		gone[i] = gone[--ngone];
 	else if (i == ngone && is_gone && pid > 0 && ngone < GONE_MAX)
 		gone[ngone++] = pid;
+	else if (i == ngone && is_gone && pid > 0)	/* full: one forgotten costs reads */
+		gone[gone_next++ % GONE_MAX] = pid;
 }
 
 static int is_gone(pid_t pid)
@@ -47,12 +49,21 @@ static int is_gone(pid_t pid)
 static ssize_t live_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nlocal,
 			  const struct iovec *remote, unsigned long nremote)
 {
+	ssize_t r;
+
 	if (ngone && is_gone(pid)) {
 		errno = ESRCH;
 		return -1;
 	}
 	/* The system call itself: no libc or sanitizer wrapper in between. */
-	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
+	r = syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
+	/* No such process, or one without memory (in its exit, before the
+	 * exit event is seen: the late samples of a process caught while it
+	 * ends were several failing reads each): so it stays until the pid
+	 * is probed anew. */
+	if (r < 0 && errno == ESRCH)
+		target_src_live_gone(pid, 1);
+	return r;
 }
 
 /* The process whose root is known to be ours (target_src_live_root_ours),

@@ -39,10 +39,10 @@ struct target_src {
 /* The live system: process_vm_readv, /proc, the files themselves. */
 const struct target_src *target_src_live(void);
 
-/* pid's exit (or exec) was seen (is_gone 1): reads of its memory fail at
- * once, with ESRCH, until it is called with 0 (the pid is probed anew, or
- * its retired target forgotten). For every source that wraps the live one
- * (a recording records the failures). */
+/* pid's exit (or exec) was seen (is_gone 1), or a read of it failed with
+ * ESRCH: reads of its memory fail at once, with ESRCH, until it is called
+ * with 0 (the pid is probed anew, or its retired target forgotten). For
+ * every source that wraps the live one (a recording records the failures). */
 void target_src_live_gone(pid_t pid, int is_gone);
 
 /* pid's root is known to be ours (its exec event said so): its maps are
