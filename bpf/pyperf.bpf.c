@@ -772,17 +772,33 @@ const volatile bool lazy_exits = false;
 
 /* Processes whose exec said "python" (pid -> the exec's time): their
  * libpython mapping, a moment later, needs no event of its own, since
- * user space tries them from the exec on (PENDING_*, targets.h). */
+ * user space tries them from the exec on (PENDING_*, targets.h); their
+ * forks are reported, target or not yet (PROC_F_FORKS_SEEN: a child
+ * forked before its parent was attached needs no read of the parent's
+ * /proc/PID/task/TID/children). An entry goes at the process's exit or
+ * its exec of another program: not an LRU, which could drop a live
+ * process's entry, and with it forks user space counts on seeing. */
 #define PY_EXEC_QUIET_NS	2000000000ull
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
 	__type(key, __u32);
 	__type(value, __u64);
 } py_execs SEC(".maps");
 
+/* A task's start, as /proc/PID/stat counts it (in ns): 0 where the
+ * kernel has no start_boottime (before 5.5). */
+static __always_inline __u64 start_ns_of(struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->start_boottime))
+		return 0;
+	return BPF_CORE_READ(p, group_leader, start_boottime);
+}
+
+/* exec: the task that exec'd, whose start, argument area and name go
+ * with a python's exec (PROC_F_NAME_PYTHON); NULL otherwise. */
 static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, __u32 flags,
-					    __u64 wake)
+					    __u64 wake, struct task_struct *exec)
 {
 	struct py_proc_event *e = bpf_ringbuf_reserve(&proc_events, sizeof(*e), 0);
 
@@ -796,6 +812,14 @@ static __always_inline void send_proc_event(__u32 kind, __u32 pid, __u32 ppid, _
 	e->ppid = ppid;
 	e->flags = flags;
 	e->time_ns = bpf_ktime_get_ns();
+	e->start_ns = e->arg_start = e->arg_end = 0;
+	__builtin_memset(e->comm, 0, sizeof(e->comm));
+	if (exec && (flags & PROC_F_NAME_PYTHON)) {
+		e->start_ns = start_ns_of(exec);
+		e->arg_start = BPF_CORE_READ(exec, mm, arg_start);
+		e->arg_end = BPF_CORE_READ(exec, mm, arg_end);
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), exec->comm);
+	}
 	bpf_ringbuf_submit(e, wake);
 }
 
@@ -827,7 +851,7 @@ static __always_inline void wake_if_due(__u64 now)
 	if (!due || now < due)
 		return;
 	wake_due_ns = 0;
-	send_proc_event(PROC_WAKE, 0, 0, 0, BPF_RB_FORCE_WAKEUP);
+	send_proc_event(PROC_WAKE, 0, 0, 0, BPF_RB_FORCE_WAKEUP, NULL);
 }
 
 /* How a process event wakes user space: lazily or when due (above) on a
@@ -877,6 +901,32 @@ static __always_inline __u32 exe_name_flags(struct linux_binprm *bprm)
 	return PROC_F_NAME_READ;
 }
 
+/* The profiler's root (mount and directory), set by learn_root, which
+ * user space runs once (BPF_PROG_TEST_RUN: in its own context); 0 until
+ * then. Both stay valid while the profiler lives (it holds its root), so
+ * another process with the same two has the same root. */
+__u64 our_root_mnt = 0, our_root_dentry = 0;
+__u64 our_start_ns = 0;		/* the profiler's start_ns_of(): user space
+				 * checks the clock of PROC_EXEC's start_ns */
+
+SEC("raw_tp/sys_enter")
+int learn_root(void *ctx)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+
+	our_root_mnt = (__u64)(long)BPF_CORE_READ(task, fs, root.mnt);
+	our_root_dentry = (__u64)(long)BPF_CORE_READ(task, fs, root.dentry);
+	our_start_ns = start_ns_of(task);
+	return 0;
+}
+
+static __always_inline int root_is_ours(struct task_struct *p)
+{
+	return our_root_dentry &&
+	       (__u64)(long)BPF_CORE_READ(p, fs, root.mnt) == our_root_mnt &&
+	       (__u64)(long)BPF_CORE_READ(p, fs, root.dentry) == our_root_dentry;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
@@ -887,11 +937,14 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		return 0;
 	flags = exe_name_flags(bprm);
 	now = bpf_ktime_get_ns();
-	if (flags & PROC_F_NAME_PYTHON)
-		bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY);
+	if ((flags & PROC_F_NAME_PYTHON) && root_is_ours(p))
+		flags |= PROC_F_ROOT_OURS;
+	if ((flags & PROC_F_NAME_PYTHON) &&
+	    bpf_map_update_elem(&py_execs, &pid, &now, BPF_ANY) == 0)
+		flags |= PROC_F_FORKS_SEEN;
 	else
 		bpf_map_delete_elem(&py_execs, &pid);
-	send_proc_event(PROC_EXEC, pid, 0, flags, event_wake(PROC_EXEC, pid, flags));
+	send_proc_event(PROC_EXEC, pid, 0, flags, event_wake(PROC_EXEC, pid, flags), p);
 	return 0;
 }
 
@@ -900,30 +953,45 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 pid, ppid;
 
-	/* New processes only (not threads), and only children of targets:
-	 * a fork copies the parent's interpreter, ready to be profiled. */
+	/* New processes only (not threads), and only children of targets
+	 * (a fork copies the parent's interpreter, ready to be profiled) or
+	 * of interpreters that exec'd and may not be targets yet. */
 	if (BPF_CORE_READ(child, pid) != BPF_CORE_READ(child, tgid) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(parent, group_leader, thread_pid), &ppid) ||
-	    !bpf_map_lookup_elem(&procs, &ppid) ||
+	    (!bpf_map_lookup_elem(&procs, &ppid) && !bpf_map_lookup_elem(&py_execs, &ppid)) ||
 	    pid_nr_in_our_ns(BPF_CORE_READ(child, thread_pid), &pid))
 		return 0;
-	send_proc_event(PROC_FORK, pid, ppid, 0, event_wake(PROC_FORK, pid, 0));
+	send_proc_event(PROC_FORK, pid, ppid, 0, event_wake(PROC_FORK, pid, 0), NULL);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 pid;
+	__u32 pid, flags = 0;
+	int tracked;
 
 	/* Targets only, once their last thread is gone (the tracepoint runs
 	 * after signal->live is decremented): user space forgets them now
 	 * rather than at a scan of /proc. */
 	if (BPF_CORE_READ(p, signal, live.counter) != 0 ||
-	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid) ||
-	    !bpf_map_lookup_elem(&procs, &pid))
+	    pid_nr_in_our_ns(BPF_CORE_READ(p, group_leader, thread_pid), &pid))
 		return 0;
-	send_proc_event(PROC_EXIT, pid, 0, 0, event_wake(PROC_EXIT, pid, 0));
+	/* On a whole host user space may wait to attach a python that exec'd
+	 * (it learns its start from the exec, not /proc/PID/stat): its exit
+	 * ends the wait. */
+	tracked = bpf_map_delete_elem(&py_execs, &pid) == 0;
+	/* A target's entries go now, not at user space's next wake-up: two
+	 * system calls fewer per short-lived process. Its last samples are
+	 * in the ring buffer already. */
+	if (bpf_map_delete_elem(&procs, &pid) == 0) {
+		bpf_map_delete_elem(&unwind_procs, &pid);
+		bpf_map_delete_elem(&task_srcs, &pid);
+		flags = PROC_F_FORGOTTEN;
+	} else if (!tracked || !lazy_exits) {
+		return 0;
+	}
+	send_proc_event(PROC_EXIT, pid, 0, flags, event_wake(PROC_EXIT, pid, 0), NULL);
 	return 0;
 }
 
@@ -962,6 +1030,6 @@ int on_mmap(struct trace_event_raw_sys_enter *ctx)
 	exec_ns = bpf_map_lookup_elem(&py_execs, &pid);
 	if (exec_ns && bpf_ktime_get_ns() - *exec_ns < PY_EXEC_QUIET_NS)
 		return 0;
-	send_proc_event(PROC_MAP, pid, 0, 0, event_wake(PROC_MAP, pid, 0));
+	send_proc_event(PROC_MAP, pid, 0, 0, event_wake(PROC_MAP, pid, 0), NULL);
 	return 0;
 }

@@ -274,8 +274,11 @@ struct py_task_capture {
  * profiler's PID namespace. */
 enum proc_event_kind {
 	PROC_EXEC = 1,
-	PROC_FORK,		/* a target's child (not a thread) */
-	PROC_EXIT,		/* a target's last thread exited */
+	PROC_FORK,		/* a child (not a thread) of a target or of a
+				 * process whose exec had PROC_F_FORKS_SEEN */
+	PROC_EXIT,		/* a target's last thread exited; on a whole host
+				 * also a process whose exec had
+				 * PROC_F_FORKS_SEEN, target or not */
 	PROC_MAP,		/* a process not a target mapped a libpython*
 				 * executable (an embedder, dlopen) */
 	PROC_WAKE,		/* none: an event before is due (pyperf.bpf.c,
@@ -287,6 +290,19 @@ enum proc_event_kind {
  * "python" in it. Without PROC_F_NAME_READ user space reads the link. */
 #define PROC_F_NAME_READ	(1u << 0)
 #define PROC_F_NAME_PYTHON	(1u << 1)
+/* PROC_EXEC of a python: every fork of the process from the exec on is
+ * reported (PROC_FORK, its child) until it exits or execs again, target
+ * or not yet, so user space need not list the children it made before it
+ * was attached (py_execs, pyperf.bpf.c). Not set when that table was
+ * full. */
+#define PROC_F_FORKS_SEEN	(1u << 2)
+/* PROC_EXEC of a python: its root is the profiler's own (the same mount
+ * and directory: learn_root, pyperf.bpf.c), so its file names mean what
+ * they mean to the profiler, without a look at /proc/PID/root. */
+#define PROC_F_ROOT_OURS	(1u << 3)
+/* PROC_EXIT of a target: the BPF program has deleted its entries (procs,
+ * unwind_procs, task_srcs) itself; user space need not. */
+#define PROC_F_FORGOTTEN	(1u << 4)
 
 struct py_proc_event {
 	__u32 kind;		/* enum proc_event_kind */
@@ -295,6 +311,12 @@ struct py_proc_event {
 	__u32 ppid;		/* fork: the parent (a target) */
 	__u32 flags;		/* PROC_F_* */
 	__u64 time_ns;		/* bpf_ktime_get_ns() at the event */
+	/* PROC_EXEC of a python, what /proc/PID/stat would tell of it now
+	 * (0 otherwise): its start (task start_boottime, ns after boot; 0 if
+	 * this kernel has no such field), its argument area and its name. */
+	__u64 start_ns;
+	__u64 arg_start, arg_end;
+	char comm[16];
 };
 
 /* sample flags */

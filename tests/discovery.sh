@@ -51,6 +51,14 @@ prof=$!
 # Started once the profiler has made its first scan of /proc (its
 # sampling line), each busy ~2.5 s, all done well before it ends.
 for i in $(seq 100); do grep -q "^pyperf-pprof: sampling" "$work/host.err" && break; sleep 0.1; done
+# Children forked before their parent is attached (the profiler stopped
+# meanwhile, as a loaded host may delay it): reported by the fork events
+# of an exec'd interpreter, not read from /proc/PID/task/TID/children.
+ppid=$(pgrep -f -- "-o $work/host.pb.gz" | head -1)
+kill -STOP $ppid
+$shared "$work/fork_children.py" 0 2.5 > "$work/early" &
+sleep 1
+kill -CONT $ppid
 $shared "$work/fork_children.py" 0.5 2.5 > "$work/kids" &
 "$work/embed" "$lib" "import time
 def embedded_busy(end):
@@ -62,6 +70,7 @@ late=$!
 wait $prof
 prc=$?
 kids=$(cat "$work/kids")
+early=$(cat "$work/early")
 echo "profiler exit $prc; exec'd $late, forked $kids, embedder $emb"
 grep "^pyperf-pprof: discovery:" "$work/host.err"
 
@@ -70,6 +79,12 @@ for k in $kids; do
 		fail "forked child $k" "no forked_child_busy samples: $(grep "pid $k " "$work/host.err")"
 done
 [ -n "$kids" ] || fail "forked children" "fork_children.py printed no pids"
+for k in $early; do
+	funcs_of "$work/host.pb.gz" $k | grep -qw forked_child_busy &&
+		pass "child $k forked before its parent was attached profiled" ||
+		fail "early forked child $k" "no forked_child_busy samples: $(grep "pid $k " "$work/host.err")"
+done
+[ -n "$early" ] || fail "early forked children" "fork_children.py printed no pids"
 funcs_of "$work/host.pb.gz" $emb | grep -qw embedded_busy && pass "dlopen embedder $emb profiled" ||
 	fail "dlopen embedder $emb" "no embedded_busy samples: $(grep "pid $emb " "$work/host.err")"
 funcs_of "$work/host.pb.gz" $late | grep -qw heavy && pass "exec'd Python $late profiled" ||

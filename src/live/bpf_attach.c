@@ -85,6 +85,7 @@ static int configure(struct bpf_attach *a, const struct config *cfg)
 		bpf_program__set_autoload(skel->progs.on_exec, false);
 		bpf_program__set_autoload(skel->progs.on_fork, false);
 		bpf_program__set_autoload(skel->progs.on_mmap, false);
+		bpf_program__set_autoload(skel->progs.learn_root, false);
 	}
 	bpf_map__set_max_entries(skel->maps.scratch, (__u32)libbpf_num_possible_cpus());
 	skel->rodata->stack_bytes = cfg->stack_bytes;
@@ -383,6 +384,20 @@ static void mount_tracefs(const struct config *cfg)
 		fprintf(stderr, "pyperf-pprof: mounted tracefs at /sys/kernel/tracing (the mmap tracepoint's id is read there)\n");
 }
 
+/* The BPF program learns our root, in our context (learn_root runs on
+ * this thread), to tell the exec of a process with the same root
+ * (PROC_F_ROOT_OURS): a new process's root is then known without a
+ * readlink and a stat of /proc/PID/root. If this fails, no exec says so
+ * and every root is looked at as before. */
+static void learn_root(struct bpf_attach *b)
+{
+	__u64 args[1] = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args, .ctx_size_in = sizeof(args));
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(b->skel->progs.learn_root), &opts))
+		b->skel->bss->our_root_dentry = 0;
+}
+
 int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_ms)
 {
 	struct perf_event_attr a;
@@ -417,6 +432,7 @@ int bpf_attach_events(struct bpf_attach *b, const struct config *cfg, long scan_
 			strerror(errno), scan_ms);
 	if (!cfg->all && !cfg->subprocesses)
 		return 0;
+	learn_root(b);
 	b->exec_link = bpf_program__attach(b->skel->progs.on_exec);
 	b->fork_link = bpf_program__attach(b->skel->progs.on_fork);
 	mount_tracefs(cfg);
@@ -438,6 +454,11 @@ void bpf_attach_unwind_fds(const struct bpf_attach *a, int fds[4])
 int bpf_attach_events_fd(const struct bpf_attach *a)
 {
 	return bpf_map__fd(a->skel->maps.events);
+}
+
+uint64_t bpf_attach_own_start_ns(const struct bpf_attach *a)
+{
+	return a->skel && a->skel->bss ? a->skel->bss->our_start_ns : 0;
 }
 
 int bpf_attach_proc_events_fd(const struct bpf_attach *a)

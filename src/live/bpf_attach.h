@@ -66,6 +66,10 @@ int bpf_attach_proc_events_complete(const struct bpf_attach *a, const struct con
 /* Process events dropped so far for want of room (a flood of execs). */
 uint64_t bpf_attach_proc_events_lost(const struct bpf_attach *a);
 
+/* The profiler's own start as the BPF program reads a task's (ns after
+ * boot, PROC_EXEC's start_ns), or 0 if unknown: to check that clock. */
+uint64_t bpf_attach_own_start_ns(const struct bpf_attach *a);
+
 /* The program's code-object checks (bpf/pyperf.h): its request, in its
  * .bss, and the PY_CHECK_SLOTS slots, mapped into our memory. 0, or -1
  * if they cannot be mapped (user space then reads every check itself). */

@@ -486,14 +486,15 @@ int ktables_copy_pid(struct ktables *kt, pid_t from, pid_t to, uint64_t now_ns)
 	return 0;
 }
 
-void ktables_forget_pid(struct ktables *kt, pid_t pid)
+void ktables_forget_pid(struct ktables *kt, pid_t pid, int bpf_gone)
 {
 	__u32 key = (__u32)pid;
 	struct kt_pid *slot = pid_slot(kt, pid);
 
 	if (slot->pid == pid)
 		memset(slot, 0, sizeof(*slot));
-	bpf_map_delete_elem(kt->procs_fd, &key);
+	if (!bpf_gone)
+		bpf_map_delete_elem(kt->procs_fd, &key);
 	/* Its anonymous code goes with it (a later process with this pid
 	 * could map other code there); the rows stay until the next reset. */
 	for (uint32_t i = 1; kt->nanon && i < kt->top; i++)

@@ -66,8 +66,9 @@ int ktables_load_pid(struct ktables *kt, const struct target_src *src, pid_t pid
  * has none, or has anonymous code (its rows go with from): load to's. */
 int ktables_copy_pid(struct ktables *kt, pid_t from, pid_t to, uint64_t now_ns);
 
-/* The process is gone: deletes its mappings. */
-void ktables_forget_pid(struct ktables *kt, pid_t pid);
+/* The process is gone: deletes its mappings (from the BPF table too unless
+ * bpf_gone: the BPF program did at its exit). */
+void ktables_forget_pid(struct ktables *kt, pid_t pid, int bpf_gone);
 
 const struct ktables_stats *ktables_get_stats(const struct ktables *kt);
 

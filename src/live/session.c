@@ -146,6 +146,8 @@ struct session {
 	uint64_t attached;		/* whole host: targets added since the
 					 * last profile, said as a count */
 	uint64_t events_lost;		/* process events lost, as last seen */
+	pid_t bpf_forgot;		/* the target whose exit is being handled
+					 * if the BPF program deleted its entries */
 	uint64_t write_failures;	/* writes failed in a row */
 	int final_write;		/* the last one: tried whatever the probe says */
 };
@@ -246,9 +248,11 @@ static void on_target(void *ctx, const struct py_target *t, int event)
 	if (event == 0) {
 		if (s->cfg->verbose)
 			fprintf(stderr, "pyperf-pprof: pid %d (%s) exited\n", t->pid, t->comm);
-		bpf_attach_target(&s->bpf, t, 0);
+		/* Its BPF entries went at its exit (PROC_F_FORGOTTEN). */
+		if (s->bpf_forgot != t->pid)
+			bpf_attach_target(&s->bpf, t, 0);
 		if (s->kt)
-			ktables_forget_pid(s->kt, t->pid);
+			ktables_forget_pid(s->kt, t->pid, s->bpf_forgot == t->pid);
 		return;
 	}
 	/* Forgotten: a new process may reuse the pid; drop what was cached. */
@@ -691,13 +695,14 @@ static int on_proc_event(void *ctx, void *data, size_t size)
 	if (e->kind == PROC_EXEC && batch_has_pid(s, (pid_t)e->pid) && flush_batch(s))
 		return -ENOMEM;
 	if (e->kind == PROC_EXEC)
-		targets_on_exec(&s->ts, (pid_t)e->pid, at,
-				!(e->flags & PROC_F_NAME_READ) ? -1 :
-				(e->flags & PROC_F_NAME_PYTHON) != 0);
+		targets_on_exec(&s->ts, e, at);
 	else if (e->kind == PROC_FORK)
 		targets_on_fork(&s->ts, (pid_t)e->pid, (pid_t)e->ppid, at);
-	else if (e->kind == PROC_EXIT)
+	else if (e->kind == PROC_EXIT) {
+		s->bpf_forgot = e->flags & PROC_F_FORGOTTEN ? (pid_t)e->pid : 0;
 		targets_on_exit(&s->ts, (pid_t)e->pid);
+		s->bpf_forgot = 0;
+	}
 	else if (e->kind == PROC_MAP)
 		targets_on_map(&s->ts, (pid_t)e->pid, at);
 	return pass_over(s);
@@ -799,6 +804,7 @@ static int poll_loop(struct session *s)
 			fprintf(stderr, "pyperf-pprof: warning: cannot read process events; relying on /proc scans\n");
 		else if (bpf_attach_proc_events_complete(&s->bpf, s->cfg))
 			s->scan_ns = SAFETY_SCAN_NS;
+		targets_exec_clock(&s->ts, bpf_attach_own_start_ns(&s->bpf));
 	}
 	for (;;) {
 		int64_t now = elapsed_ns(s);

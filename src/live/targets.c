@@ -13,6 +13,7 @@
 
 #include "objcache.h"
 #include "proc.h"
+#include "pyperf.h"
 #include "pythread.h"
 #include "target_src.h"
 
@@ -139,6 +140,8 @@ const struct py_target *targets_find(const struct target_set *ts, pid_t pid)
 static void forget_retired(struct target_set *ts, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
+		if (!find_live(ts, ts->retired[i]->pid))
+			target_src_live_gone(ts->src, ts->retired[i]->pid, 0);
 		if (ts->cb)
 			ts->cb(ts->ctx, ts->retired[i], -1);
 		free(ts->retired[i]);
@@ -276,28 +279,37 @@ static void adopt_children(struct target_set *ts, pid_t pid, int nthreads)
 	ts->adopting = 0;
 }
 
-/* t becomes a target; nthreads as adopt_children(). 0. */
-static int attach(struct target_set *ts, struct py_target *t, int nthreads)
+/* t becomes a target; nthreads as adopt_children(); adopt 0: the
+ * children it made so far are known otherwise (its forks were reported,
+ * PROC_F_FORKS_SEEN). 0. */
+static int attach(struct target_set *ts, struct py_target *t, int nthreads, int adopt)
 {
 	index_add(ts, t->pid, ts->n);
 	ts->v[ts->n++] = t;
 	ts->added++;
 	if (ts->cb)
 		ts->cb(ts->ctx, t, 1);
-	if ((ts->all || ts->children) && !ts->adopting)
+	if ((ts->all || ts->children) && !ts->adopting && adopt)
 		adopt_children(ts, t->pid, nthreads);
 	return 0;
 }
 
+/* add()'s how: */
+#define ADD_NO_ADOPT	1u	/* its forks were reported: attach()'s adopt 0 */
+#define ADD_ROOT_OURS	2u	/* its root is ours (PROC_F_ROOT_OURS) */
+
 /* targets_add() with pid's stat as read a moment ago (NULL: read here). */
-static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_stat *known)
+static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_stat *known,
+	       unsigned how)
 {
 	struct proc_stat ps;
 	struct py_target *t;
 	char err[512];
+	int r;
 
 	if (find_live(ts, pid))
 		return 0;
+	target_src_live_gone(ts->src, pid, 0);	/* a new process, or the old one exec'd */
 	if (!known && proc_stat(pid, &ps) == 0)
 		known = &ps;
 	/* Quiet (discovery), the executable is checked after the probe, by
@@ -317,8 +329,13 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -1;
-	if (pyversion_detect_stat(ts->src, ts->objs, pid, known, ts->all || quiet, t, err,
-				  sizeof(err))) {
+	if (how & ADD_ROOT_OURS)
+		target_src_live_root_ours(ts->src, pid);
+	r = pyversion_detect_stat(ts->src, ts->objs, pid, known,
+				  (ts->all || quiet ? PYV_NAMED : 0) |
+				  (how & ADD_ROOT_OURS ? PYV_ROOT_OURS : 0), t, err, sizeof(err));
+	target_src_live_root_ours(ts->src, 0);
+	if (r) {
 		if (!quiet)
 			fprintf(stderr, "pyperf-pprof: %s\n", err);
 		free(t);
@@ -330,12 +347,12 @@ static int add(struct target_set *ts, pid_t pid, int quiet, const struct proc_st
 		return -1;
 	}
 	locate_gil(t);
-	return attach(ts, t, known ? known->num_threads : 0);
+	return attach(ts, t, known ? known->num_threads : 0, !(how & ADD_NO_ADOPT));
 }
 
 int targets_add(struct target_set *ts, pid_t pid, int quiet)
 {
-	return add(ts, pid, quiet, NULL);
+	return add(ts, pid, quiet, NULL, 0);
 }
 
 /* A target's child made by fork: a copy of its parent, the same files
@@ -353,22 +370,25 @@ static int add_forked(struct target_set *ts, pid_t pid, const struct py_target *
 	if (ts->n == TARGETS_MAX || proc_stat(pid, &ps) || !ps.start_time ||
 	    !(t = malloc(sizeof(*t))))
 		return -1;	/* gone already, or no room */
+	target_src_live_gone(ts->src, pid, 0);
 	*t = *parent;
 	t->pid = pid;
 	t->forked_from = parent->pid;
 	t->start_time = ps.start_time;
-	return attach(ts, t, ps.num_threads);
+	return attach(ts, t, ps.num_threads, 1);
 }
 
-/* pid is (again) to be probed until wait_ns from now. start: its start
- * time if the caller read it, which the tries check the process by; 0:
+/* pid is (again) to be probed until wait_ns from now. exec_flags: its
+ * exec event's PROC_F_* (for struct pending's forks_seen and root_ours),
+ * or -1: not an exec, those as they were (0 for a new entry). start: its start time if the caller read it, which the tries
+ * check the process by; 0:
  * unknown, learnt at the first try (a read of /proc/PID/stat fewer per new
  * process: a pid is reused only after the whole pid space, not within the
  * few ms before that try). A process that exec'd keeps its start time, so
  * a pending entry's stays when its interpreter's library is mapped (the
  * second event of most new processes). */
 static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns,
-			uint64_t start)
+			long exec_flags, uint64_t start, const struct proc_stat *ev)
 {
 	struct pending *p = NULL;
 
@@ -384,6 +404,13 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 	if (p->parent)		/* exec'd: another program, to be probed */
 		p->start_time = 0;
 	p->parent = 0;
+	if (exec_flags >= 0) {
+		p->forks_seen = (exec_flags & PROC_F_FORKS_SEEN) != 0;
+		p->root_ours = (exec_flags & PROC_F_ROOT_OURS) != 0;
+		p->ev_ok = ev != NULL;
+		if (ev)
+			p->ev = *ev;
+	}
 	if (start)
 		p->start_time = start;
 	if (p->until_ns < now_ns + wait_ns)
@@ -394,7 +421,7 @@ static void pending_add(struct target_set *ts, pid_t pid, int64_t now_ns, int64_
 
 void targets_add_pending(struct target_set *ts, pid_t pid, int64_t now_ns, int64_t wait_ns)
 {
-	pending_add(ts, pid, now_ns, wait_ns, proc_start_time(pid));
+	pending_add(ts, pid, now_ns, wait_ns, -1, proc_start_time(pid), NULL);
 }
 
 int64_t targets_next_try_ns(const struct target_set *ts)
@@ -468,13 +495,31 @@ static void reap(struct target_set *ts)
 	}
 }
 
+/* The entry of pid waiting to be probed (not a fork child), or NULL. */
+static struct pending *pending_probe(struct target_set *ts, pid_t pid)
+{
+	for (size_t i = 0; i < ts->npending; i++)
+		if (ts->pending[i].pid == pid && !ts->pending[i].parent)
+			return &ts->pending[i];
+	return NULL;
+}
+
 /* A fork child p's copy of its parent, if both are still there. 0 when
- * attached. */
-static int fork_due(struct target_set *ts, const struct pending *p)
+ * attached; 1 when p became an entry to probe: its parent, forked before
+ * it was attached, is not (yet) a target, and the child may be Python
+ * all the same (the parent's children are not looked for when it is
+ * attached: PROC_F_FORKS_SEEN). */
+static int fork_due(struct target_set *ts, struct pending *p, int64_t now_ns)
 {
 	const struct py_target *parent = find_live(ts, p->parent);
 
-	return parent ? add_forked(ts, p->pid, parent) : -1;
+	if (parent)
+		return add_forked(ts, p->pid, parent);
+	if (!p->probe_orphan)
+		return -1;
+	*p = (struct pending){ .pid = p->pid, .until_ns = now_ns + 2 * 1000000000LL,
+			       .next_ns = now_ns, .gap_ns = PENDING_FIRST_NS };
+	return 1;
 }
 
 /* Removes pid's entry if it is a fork child waiting to be copied. */
@@ -494,7 +539,11 @@ static void exec_pending(struct target_set *ts, pid_t pid)
 {
 	for (size_t i = 0; i < ts->npending; i++)
 		if (ts->pending[i].pid == pid && !ts->pending[i].parent) {
+			/* Nor is what its exec told true any more (another
+			 * program's exec tells its own). */
 			ts->pending[i].start_time = 0;
+			ts->pending[i].forks_seen = ts->pending[i].root_ours = 0;
+			ts->pending[i].ev_ok = 0;
 			return;
 		}
 }
@@ -511,16 +560,23 @@ static void retry_pending(struct target_set *ts, int64_t now_ns)
 			continue;
 		}
 		if (p->parent) {	/* a fork child that did not exec */
-			ts->found_by_event += fork_due(ts, p) == 0;
-			*p = ts->pending[--ts->npending];
+			int r = fork_due(ts, p, now_ns);
+
+			ts->found_by_event += r == 0;
+			if (r != 1)
+				*p = ts->pending[--ts->npending];
 			continue;
 		}
-		/* One read of its stat serves the check and the probe. */
-		gone = proc_stat(p->pid, &ps) || proc_stat_gone(&ps) ||
+		/* One read of its stat serves the check and the probe; none
+		 * when its exec told it (its exit would have ended this). */
+		if (p->ev_ok)
+			ps = p->ev;
+		gone = (!p->ev_ok && (proc_stat(p->pid, &ps) || proc_stat_gone(&ps))) ||
 		       (p->start_time && ps.start_time != p->start_time) || now_ns > p->until_ns;
 		if (!gone)
 			p->start_time = ps.start_time;
-		if (gone || add(ts, p->pid, 1, &ps) == 0) {
+		if (gone || add(ts, p->pid, 1, &ps, (p->forks_seen ? ADD_NO_ADOPT : 0) |
+						     (p->root_ours ? ADD_ROOT_OURS : 0)) == 0) {
 			ts->found_by_event += !gone;
 			*p = ts->pending[--ts->npending];
 			continue;
@@ -554,7 +610,7 @@ static void scan_proc(struct target_set *ts)
 			continue;
 		if (!ts->all && !descends_from_target(ts, ps.ppid))
 			continue;	/* not ours; its parent may become ours later */
-		if (add(ts, pid, 1, &ps))
+		if (add(ts, pid, 1, &ps, 0))
 			ignored(ts, key, 1);
 		else
 			ts->found_by_scan++;
@@ -616,6 +672,9 @@ static void drop(struct target_set *ts, size_t i)
 	if (ts->nretired == RETIRED_MAX)
 		forget_retired(ts, 1);
 	ts->retired[ts->nretired++] = t;
+	/* Exited, reused or exec'd: what its late samples would read is
+	 * gone (or another program's). */
+	target_src_live_gone(ts->src, t->pid, 1);
 	index_del(ts, (size_t)slot_of(ts, t->pid));
 	ts->v[i] = ts->v[--ts->n];
 	if (i < ts->n)		/* the last target moved to i */
@@ -625,9 +684,39 @@ static void drop(struct target_set *ts, size_t i)
 
 static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start);
 
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named)
+void targets_exec_clock(struct target_set *ts, uint64_t own_start_ns)
 {
+	long hz = sysconf(_SC_CLK_TCK);
+	struct proc_stat ps;
+
+	ts->tick_ns = 0;
+	if (own_start_ns && hz > 0 && 1000000000L % hz == 0 && proc_stat(getpid(), &ps) == 0 &&
+	    own_start_ns / (uint64_t)(1000000000L / hz) == ps.start_time)
+		ts->tick_ns = (uint64_t)(1000000000L / hz);
+}
+
+/* What /proc/PID/stat would say of e's process, from e, into ps; NULL if
+ * e does not tell (not a python's exec, a clock not checked, its exit
+ * not reported). */
+static const struct proc_stat *exec_stat(const struct target_set *ts,
+					 const struct py_proc_event *e, struct proc_stat *ps)
+{
+	if (!ts->all || !ts->tick_ns || !e->start_ns || !(e->flags & PROC_F_FORKS_SEEN))
+		return NULL;
+	*ps = (struct proc_stat){ .num_threads = 1, .state = 'R',
+				  .start_time = e->start_ns / ts->tick_ns,
+				  .arg_start = e->arg_start, .arg_end = e->arg_end };
+	memcpy(ps->comm, e->comm, sizeof(ps->comm));
+	ps->comm[sizeof(ps->comm) - 1] = '\0';
+	return ps;
+}
+
+void targets_on_exec(struct target_set *ts, const struct py_proc_event *e, int64_t now_ns)
+{
+	pid_t pid = (pid_t)e->pid;
 	long i = slot_of(ts, pid);
+	int named = !(e->flags & PROC_F_NAME_READ) ? -1 : (e->flags & PROC_F_NAME_PYTHON) != 0;
+	struct proc_stat ev;
 	uint64_t start;
 
 	cancel_fork(ts, pid);	/* not a copy of its parent any more */
@@ -642,7 +731,9 @@ void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named
 	 * linked statically under another name by the safety-net scan. */
 	if (named < 0 ? !exe_named_python(pid) : !named)
 		return;
-	pending_add(ts, pid, now_ns, 2 * 1000000000LL, start);
+	pending_add(ts, pid, now_ns, 2 * 1000000000LL, (long)e->flags,
+		    start ? start : e->start_ns && ts->tick_ns ? e->start_ns / ts->tick_ns : 0,
+		    exec_stat(ts, e, &ev));
 }
 
 /* Is a new process pid, or one that changed (exec, a library mapped),
@@ -662,20 +753,28 @@ static int wanted(const struct target_set *ts, pid_t pid, uint64_t *start)
 
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns)
 {
-	/* multiprocessing's fork start method: a copy that never execs. */
-	if (!(ts->all || ts->children) || !find_live(ts, ppid) || find_live(ts, pid) ||
-	    ts->npending == PENDING_MAX)
+	/* multiprocessing's fork start method: a copy that never execs.
+	 * A parent still waiting to be attached (its forks are reported
+	 * from its exec on) is most likely attached by the child's turn. */
+	int orphan = !find_live(ts, ppid);
+
+	if (!(ts->all || ts->children) || (orphan && !pending_probe(ts, ppid)) ||
+	    find_live(ts, pid) || ts->npending == PENDING_MAX)
 		return;
 	cancel_fork(ts, pid);
 	ts->pending[ts->npending++] = (struct pending){
 		.pid = pid, .parent = ppid, .next_ns = now_ns + FORK_WAIT_NS,
-		.until_ns = now_ns + FORK_WAIT_NS,
+		.until_ns = now_ns + FORK_WAIT_NS, .probe_orphan = orphan,
 	};
 }
 
 void targets_on_exit(struct target_set *ts, pid_t pid)
 {
 	long i = slot_of(ts, pid);
+	struct pending *p = pending_probe(ts, pid);
+
+	if (p)
+		*p = ts->pending[--ts->npending];
 
 	if (i >= 0)
 		drop(ts, ts->slot[i] - 1);
@@ -687,5 +786,5 @@ void targets_on_map(struct target_set *ts, pid_t pid, int64_t now_ns)
 	uint64_t start;
 
 	if (!find_live(ts, pid) && wanted(ts, pid, &start))
-		pending_add(ts, pid, now_ns, 2 * 1000000000LL, start);
+		pending_add(ts, pid, now_ns, 2 * 1000000000LL, -1, start, NULL);
 }

@@ -11,6 +11,9 @@
 #include <sys/types.h>
 
 #include "pyversion.h"
+#include "proc.h"
+
+struct py_proc_event;
 
 /* Also the size of the BPF maps by process (procs, unwind_procs): with
  * 2048 entries their bucket arrays (16 bytes each) are 32 KiB, small
@@ -39,6 +42,18 @@ struct pending {
 	int64_t gap_ns;			/* ... after the last try */
 	pid_t parent;			/* a fork of this target, not exec'd yet:
 					 * copied from it when due; 0: probed */
+	int forks_seen;			/* every fork since its exec is reported
+					 * (PROC_F_FORKS_SEEN): no children to
+					 * look for when it is attached */
+	int root_ours;			/* its root is ours, as of its exec
+					 * (PROC_F_ROOT_OURS) */
+	int ev_ok;			/* ev is its stat, from its exec event:
+					 * /proc/PID/stat is not read (its exit
+					 * is reported: PROC_EXIT) */
+	struct proc_stat ev;
+	int probe_orphan;		/* a fork child whose parent was not a
+					 * target yet: probed if the parent is
+					 * not one when the child is due */
 };
 
 /* A target's fork child is attached (copied from its parent) this long
@@ -78,6 +93,9 @@ struct target_set {
 	int64_t last_scan_ns;
 	uint64_t added, exited, failed;	/* counters for the summary */
 	uint64_t scans;			/* of /proc, reaping and looking */
+	uint64_t tick_ns;		/* ns of a /proc/PID/stat start time tick
+					 * if PROC_EXEC's start_ns is on its clock
+					 * (targets_exec_clock); 0: not used */
 	uint64_t found_by_event, found_by_scan;	/* targets added after the start */
 	uint64_t tries_failed;		/* pending processes tried too early */
 	int adopting;			/* in adopt_children(): no recursion */
@@ -123,18 +141,27 @@ int targets_scan_due(const struct target_set *ts, int64_t now_ns, int64_t scan_n
 
 const struct py_target *targets_find(const struct target_set *ts, pid_t pid);
 
-/* A process exec'd: a target that exec'd is a new program (dropped, then
- * retried); a new process worth watching is retried for a while, since its
- * interpreter's libraries are mapped only after the exec. named: whether
- * its executable file's name says python, if the event told (0 or 1),
- * else -1 (read from /proc/PID/exe). */
-void targets_on_exec(struct target_set *ts, pid_t pid, int64_t now_ns, int named);
+/* A process exec'd (e, a PROC_EXEC): a target that exec'd is a new
+ * program (dropped, then retried); a new process worth watching is
+ * retried for a while, since its interpreter's libraries are mapped only
+ * after the exec. Only a file named python is (PROC_F_NAME_*, else
+ * /proc/PID/exe is read); what else the event tells (PROC_F_FORKS_SEEN,
+ * PROC_F_ROOT_OURS, its stat) spares reads of /proc at its attach. */
+void targets_on_exec(struct target_set *ts, const struct py_proc_event *e, int64_t now_ns);
 
-/* A target forked (fork copies its interpreter): profile the child,
- * FORK_WAIT_NS from now unless it execs first. */
+/* The profiler's own start as the BPF program reads a task's (PROC_EXEC's
+ * start_ns; 0: unknown): if it gives /proc/self/stat's start time, exec
+ * events give a new interpreter's, on a whole host (no time namespace
+ * offset, a kernel with the field). */
+void targets_exec_clock(struct target_set *ts, uint64_t own_start_ns);
+
+/* A target, or a process waiting to be attached, forked (fork copies its
+ * interpreter): profile the child, FORK_WAIT_NS from now unless it execs
+ * first. */
 void targets_on_fork(struct target_set *ts, pid_t pid, pid_t ppid, int64_t now_ns);
 
-/* A target exited: stop sampling it (it is retired, for late samples). */
+/* A target exited: stop sampling it (it is retired, for late samples). A
+ * process waiting to be attached is not any more. */
 void targets_on_exit(struct target_set *ts, pid_t pid);
 
 /* A process mapped an interpreter library (an embedder, dlopen): one worth

@@ -15,24 +15,79 @@
 #include "proc.h"
 #include "proc_root.h"
 
+#define GONE_MAX	128	/* targets' retired list, RETIRED_MAX, fits */
+
+/* A live source's own state (its ctx): every live source has one, the
+ * default of target_src_live() too. */
+struct live {
+	struct target_src src;
+	/* Processes whose exit (or exec) the profiler has seen, or whose
+	 * memory a read found gone: a read fails as the kernel would, without
+	 * asking it. Samples taken just before an exit are still added after
+	 * it, and each read of their code objects and labels was a failing
+	 * process_vm_readv (3.4 per new process on a host starting one every
+	 * 0.3 s). Failing here, below a recording, keeps the recording as it
+	 * was: the failure is recorded. */
+	pid_t gone[GONE_MAX];
+	unsigned ngone, gone_next;
+	pid_t root_ours;		/* its root is known to be ours; 0: none */
+	struct live_maps_reader r;	/* r.read NULL: /proc/PID/maps is read */
+	struct maps_paths *paths;
+	unsigned long written, read;	/* maps texts: from records, from the file */
+};
+
+static void gone_set(struct live *l, pid_t pid, int is_gone)
+{
+	unsigned i;
+
+	for (i = 0; i < l->ngone && l->gone[i] != pid; i++)
+		;
+	if (i < l->ngone && !is_gone)
+		l->gone[i] = l->gone[--l->ngone];
+	else if (i == l->ngone && is_gone && pid > 0 && l->ngone < GONE_MAX)
+		l->gone[l->ngone++] = pid;
+	else if (i == l->ngone && is_gone && pid > 0)	/* full: one forgotten costs reads */
+		l->gone[l->gone_next++ % GONE_MAX] = pid;
+}
+
+static int is_gone(const struct live *l, pid_t pid)
+{
+	for (unsigned i = 0; i < l->ngone; i++)
+		if (l->gone[i] == pid)
+			return 1;
+	return 0;
+}
+
 static ssize_t live_readv(void *ctx, pid_t pid, const struct iovec *local, unsigned long nlocal,
 			  const struct iovec *remote, unsigned long nremote)
 {
+	struct live *l = ctx;
+	ssize_t r;
+
+	if (l->ngone && is_gone(l, pid)) {
+		errno = ESRCH;
+		return -1;
+	}
 	/* The system call itself: no libc or sanitizer wrapper in between. */
-	return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
+	r = syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, 0);
+	/* No such process, or one without memory (in its exit, before the
+	 * exit event is seen: the late samples of a process caught while it
+	 * ends were several failing reads each): so it stays until the pid
+	 * is probed anew. */
+	if (r < 0 && errno == ESRCH)
+		gone_set(l, pid, 1);
+	return r;
 }
 
 /* A chroot's maps name its files with our path to its root in front:
  * name them as the target does (proc_root.h), as a container's are. */
-static void own_names(const char *path, char *text, size_t *len)
+static void own_names(const struct live *l, pid_t pid, char *text, size_t *len)
 {
 	char prefix[4096];
-	unsigned pid;
-	int n = 0;
 
-	if (sscanf(path, "/proc/%u/maps%n", &pid, &n) != 1 || path[n] != '\0')
+	if (l->root_ours && pid == l->root_ours)
 		return;
-	proc_root_prefix((pid_t)pid, prefix, sizeof(prefix));
+	proc_root_prefix(pid, prefix, sizeof(prefix));
 	*len = proc_root_strip(text, *len, prefix);
 }
 
@@ -78,28 +133,20 @@ fail:
 	return NULL;
 }
 
-struct live_with {
-	struct target_src src;
-	struct live_maps_reader r;
-	struct maps_paths *paths;
-	unsigned long written, read;	/* maps texts: from records, from the file */
-};
-
 /* /proc/PID/maps: written from the reader's records where it knows every
  * file's path, else read, and the records' paths learnt from it. */
-static char *read_maps(struct live_with *w, const char *path, pid_t pid, size_t max,
-		       size_t *len)
+static char *read_maps(struct live *l, const char *path, pid_t pid, size_t max, size_t *len)
 {
-	void *recs = w ? w->r.read(w->r.ctx, pid, len) : NULL;
+	void *recs = l->r.read ? l->r.read(l->r.ctx, pid, len) : NULL;
 	size_t rlen = recs ? *len : 0;
-	char *text = recs ? maps_text_from_vmas(w->paths, recs, rlen, len) : NULL;
+	char *text = recs ? maps_text_from_vmas(l->paths, recs, rlen, len) : NULL;
 
 	if (text) {
-		w->written++;
-	} else if ((text = read_path(path, max, len)) && w) {
-		w->read++;
+		l->written++;
+	} else if ((text = read_path(path, max, len))) {
+		l->read++;
 		if (recs)
-			maps_paths_learn(w->paths, recs, rlen, text, *len);
+			maps_paths_learn(l->paths, recs, rlen, text, *len);
 	}
 	free(recs);
 	return text;
@@ -115,7 +162,7 @@ static char *live_read_file(void *ctx, const char *path, size_t max, size_t *len
 		return read_path(path, max, len);
 	text = read_maps(ctx, path, (pid_t)pid, max, len);
 	if (text)
-		own_names(path, text, len);
+		own_names(ctx, (pid_t)pid, text, len);
 	return text;
 }
 
@@ -142,45 +189,56 @@ static const struct target_src_ops live_ops = {
 	.open_elf = live_open_elf,
 };
 
-static const struct target_src live_src = { .ops = &live_ops };
+static struct live live_default = { .src = { .ops = &live_ops, .ctx = &live_default } };
 
 const struct target_src *target_src_live(void)
 {
-	return &live_src;
+	return &live_default.src;
 }
 
 struct target_src *target_src_live_new(const struct live_maps_reader *r)
 {
-	struct live_with *w = calloc(1, sizeof(*w));
+	struct live *l = calloc(1, sizeof(*l));
 
-	if (!w || !(w->paths = maps_paths_new())) {
-		free(w);
+	if (!l || !(l->paths = maps_paths_new())) {
+		free(l);
 		return NULL;
 	}
-	w->r = *r;
-	w->src.ops = &live_ops;
-	w->src.ctx = w;
-	return &w->src;
+	l->r = *r;
+	l->src.ops = &live_ops;
+	l->src.ctx = l;
+	return &l->src;
 }
 
 void target_src_live_free(struct target_src *s)
 {
-	struct live_with *w = (struct live_with *)s;
+	struct live *l = s ? s->ctx : NULL;
 
-	if (!s || s == &live_src)
+	if (!l || l == &live_default)
 		return;
-	maps_paths_free(w->paths);
-	free(w);
+	maps_paths_free(l->paths);
+	free(l);
 }
 
 void target_src_live_maps_counts(const struct target_src *s, unsigned long *written,
 				 unsigned long *read)
 {
-	const struct live_with *w = (const struct live_with *)s;
-	int with = s && s != &live_src && target_src_is_live(s);
+	const struct live *l = target_src_is_live(s) ? s->ctx : NULL;
 
-	*written = with ? w->written : 0;
-	*read = with ? w->read : 0;
+	*written = l ? l->written : 0;
+	*read = l ? l->read : 0;
+}
+
+void target_src_live_gone(const struct target_src *s, pid_t pid, int is_gone)
+{
+	if (target_src_is_live(s))
+		gone_set(s->ctx, pid, is_gone);
+}
+
+void target_src_live_root_ours(const struct target_src *s, pid_t pid)
+{
+	if (target_src_is_live(s))
+		((struct live *)s->ctx)->root_ours = pid;
 }
 
 int target_src_is_live(const struct target_src *s)

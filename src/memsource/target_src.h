@@ -60,6 +60,18 @@ void target_src_live_maps_counts(const struct target_src *s, unsigned long *writ
  * recording or a replay. */
 int target_src_is_live(const struct target_src *s);
 
+/* pid's exit (or exec) was seen (is_gone 1), or a read of it failed with
+ * ESRCH: reads of its memory through live source s fail at once, with
+ * ESRCH, until it is called with 0 (the pid is probed anew, or its retired
+ * target forgotten). Nothing for another source (a recording records the
+ * failures of the live source it wraps). */
+void target_src_live_gone(const struct target_src *s, pid_t pid, int is_gone);
+
+/* pid's root is known to be ours (its exec event said so): live source s
+ * reads its maps without a look at /proc/PID/root for the prefix to strip
+ * (there is none), until it is called with another pid or 0. */
+void target_src_live_root_ours(const struct target_src *s, pid_t pid);
+
 static inline ssize_t target_readv(const struct target_src *s, pid_t pid,
 				   const struct iovec *local, unsigned long nlocal,
 				   const struct iovec *remote, unsigned long nremote)

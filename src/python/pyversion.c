@@ -351,26 +351,26 @@ static void fill_bpf_config(struct py_target *t, const struct candidate *c)
 }
 
 static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
-		  const struct proc_stat *ps, struct py_target *t, int passes, char *err,
+		  const struct proc_stat *ps, struct py_target *t, unsigned how, char *err,
 		  size_t errlen);
 
 int pyversion_detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 		     struct py_target *t, char *err, size_t errlen)
 {
-	return detect(src, oc, pid, NULL, t, 2, err, errlen);
+	return detect(src, oc, pid, NULL, t, 0, err, errlen);
 }
 
 int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pid_t pid,
 			   struct py_target *t, char *err, size_t errlen)
 {
-	return detect(src, oc, pid, NULL, t, 1, err, errlen);
+	return detect(src, oc, pid, NULL, t, PYV_NAMED, err, errlen);
 }
 
 int pyversion_detect_stat(const struct target_src *src, struct objcache *oc, pid_t pid,
-			  const struct proc_stat *ps, int named, struct py_target *t,
+			  const struct proc_stat *ps, unsigned how, struct py_target *t,
 			  char *err, size_t errlen)
 {
-	return detect(src, oc, pid, ps, t, named ? 1 : 2, err, errlen);
+	return detect(src, oc, pid, ps, t, how, err, errlen);
 }
 
 /* pid's maps as they are now, in the object layer: the unwind tables and
@@ -413,12 +413,15 @@ static const char *own_container_id(const struct target_src *src)
  * whose root is ours is in no container but ours: its container id is
  * ours, known without reading its /proc/PID/cgroup (a new process's
  * costliest /proc file after its maps; a container has a root of its
- * own). */
+ * own). root_ours: known already (PYV_ROOT_OURS), not read. */
 static void describe_process(const struct target_src *src, pid_t pid, const struct proc_stat *ps,
-			     const struct oc_proc *p, struct py_target *t)
+			     const struct oc_proc *p, struct py_target *t, int root_ours)
 {
 	proc_cmdline_stat(src, pid, ps, &p->maps, t->cmdline, sizeof(t->cmdline));
-	proc_root_read(pid, &t->root);
+	if (root_ours)
+		t->root = (struct proc_root){ .pid = (int)pid, .kind = PROC_ROOT_OURS };
+	else
+		proc_root_read(pid, &t->root);
 	if (t->root.kind == PROC_ROOT_OURS)
 		snprintf(t->container_id, sizeof(t->container_id), "%s", own_container_id(src));
 	else
@@ -440,9 +443,10 @@ static void tramp_of(struct candidate *c, struct py_target *t)
 }
 
 static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
-		  const struct proc_stat *ps, struct py_target *t, int passes, char *err,
+		  const struct proc_stat *ps, struct py_target *t, unsigned how, char *err,
 		  size_t errlen)
 {
+	int passes = how & PYV_NAMED ? 1 : 2;
 	struct candidate c = { .src = src, .oc = oc };
 	struct proc_stat own;
 	struct oc_proc *p;
@@ -473,7 +477,7 @@ static int detect(const struct target_src *src, struct objcache *oc, pid_t pid,
 	}
 	snprintf(t->module, sizeof(t->module), "%s", c.map.path);
 	c.map.path = t->module;
-	describe_process(src, pid, ps, p, t);
+	describe_process(src, pid, ps, p, t, (how & PYV_ROOT_OURS) != 0);
 	proc_root_note(&t->root, note, sizeof(note));
 	if (detect_version(pid, &c, t)) {
 		snprintf(err, errlen, "pid %d (%s): cannot tell the Python version of %s%s",

@@ -51,12 +51,17 @@ int pyversion_detect_named(const struct target_src *src, struct objcache *oc, pi
 
 struct proc_stat;
 
-/* Either of the two (named: pyversion_detect_named) with pid's
- * /proc/PID/stat as the caller read it a moment ago (ps; NULL: read it
- * here): its start time and comm are the target's, and a process tried
- * again and again while it starts reads that file once per try. */
+/* pyversion_detect_stat()'s how: */
+#define PYV_NAMED	1u	/* pyversion_detect_named(), else pyversion_detect() */
+#define PYV_ROOT_OURS	2u	/* pid's root is known to be ours (the exec event
+				 * said so): t->root is not read */
+
+/* Either of the two (how) with pid's /proc/PID/stat as the caller read it
+ * a moment ago (ps; NULL: read it here): its start time and comm are the
+ * target's, and a process tried again and again while it starts reads
+ * that file once per try. */
 int pyversion_detect_stat(const struct target_src *src, struct objcache *oc, pid_t pid,
-			  const struct proc_stat *ps, int named, struct py_target *t,
+			  const struct proc_stat *ps, unsigned how, struct py_target *t,
 			  char *err, size_t errlen);
 
 /* A py_read_fn (pylayout.h) over target t (ctx): reads through t->src. */
