@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "maps_iter.skel.h"
+#include "proc.h"
 #include "pyperf.h"
 
 #define READ_FIRST	(16u << 10)	/* a Python process's records: ~6 KiB */
@@ -45,38 +46,6 @@ void maps_iter_close(struct maps_iter *m)
 	free(m);
 }
 
-/* All of fd, in a buffer grown as needed; NULL on a failed read. */
-static void *read_all(int fd, size_t *len)
-{
-	size_t cap = READ_FIRST, n = 0;
-	char *buf = malloc(cap);
-
-	while (buf) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb = cap < READ_MAX ? realloc(buf, cap * 2) : NULL;
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		if (r == 0) {
-			*len = n;
-			return buf;
-		}
-		n += (size_t)r;
-	}
-	free(buf);
-	return NULL;
-}
-
 void *maps_iter_read(void *ctx, pid_t pid, size_t *len)
 {
 	struct maps_iter *m = ctx;
@@ -95,7 +64,7 @@ void *maps_iter_read(void *ctx, pid_t pid, size_t *len)
 	fd = bpf_iter_create(link);
 	close(link);		/* the iterator holds what it needs */
 	if (fd >= 0) {
-		buf = read_all(fd, len);
+		buf = proc_read_fd(fd, READ_FIRST, READ_MAX, len);
 		close(fd);
 	}
 	if (buf)

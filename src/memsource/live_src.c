@@ -94,43 +94,14 @@ static void own_names(const struct live *l, pid_t pid, char *text, size_t *len)
 /* A file of at most max bytes, as it is. */
 static char *read_path(const char *path, size_t max, size_t *len)
 {
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
 
-	if (fd < 0 || !buf)
-		goto fail;
-	for (;;) {
-		ssize_t r;
-
-		if (n == cap) {
-			char *nb;
-
-			if (cap >= max)
-				break;
-			nb = realloc(buf, cap * 2);
-			if (!nb)
-				goto fail;
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto fail;
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
+	if (fd < 0)
+		return NULL;
+	buf = proc_read_fd(fd, 65536, max, len);
 	close(fd);
-	*len = n;
 	return buf;
-fail:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return NULL;
 }
 
 /* /proc/PID/maps: written from the reader's records where it knows every

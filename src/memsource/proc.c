@@ -121,6 +121,41 @@ oom:
 	return -1;
 }
 
+char *proc_read_fd(int fd, size_t first, size_t max, size_t *len)
+{
+	size_t cap = first ? first : 4096, n = 0;
+	char *buf = malloc(cap);
+
+	while (buf) {
+		ssize_t r;
+
+		if (n == cap) {
+			char *nb = cap < max ? realloc(buf, cap * 2) : NULL;
+
+			if (cap >= max)
+				break;
+			if (!nb)
+				goto fail;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto fail;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	if (buf)
+		*len = n;
+	return buf;
+fail:
+	free(buf);
+	return NULL;
+}
+
 int proc_maps_read(const struct target_src *src, pid_t pid, struct proc_maps *m)
 {
 	char path[64];

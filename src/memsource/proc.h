@@ -21,6 +21,11 @@ struct proc_maps {
 	size_t n;
 };
 
+/* All of fd (a /proc file or a BPF iterator: about a page per read) in a
+ * malloc'd buffer grown from first bytes; at most max bytes are read (the
+ * rest is left). NULL, with errno, on a failed read or out of memory. */
+char *proc_read_fd(int fd, size_t first, size_t max, size_t *len);
+
 /* Parses the text of /proc/PID/maps; pure, for tests and fuzzing.
  * Malformed lines are skipped. Returns 0, or -1 on allocation failure. */
 int proc_maps_parse(const char *text, size_t len, struct proc_maps *m);
