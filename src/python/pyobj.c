@@ -274,6 +274,12 @@ int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview
 		return -1;
 	if (type)
 		*type = h.type;
+	/* Empty: its keys may be the interpreter's shared empty keys (log2
+	 * size 0), which are no table to view; it has no entries either way
+	 * (3.14's _current_tasks of a process without pure-Python tasks: it
+	 * was searched for again at every read). */
+	if (!h.used)
+		return 0;
 	return head_view(c, &h, v, PREFETCH, 0);
 }
 
@@ -1013,21 +1019,16 @@ int pyobj_dict_items(const struct py_target *t, const struct py_seen *seen,
 			uint64_t dict, uint64_t *keys, uint64_t *values, size_t max)
 {
 	struct pyobj_dview v;
-	struct pyobj_dhead h;
 	struct pyobj_ctx c;
+	uint64_t type = 0;
 	size_t n = 0;
 
-	if (pyobj_ctx_init(&c, t) || !seen->dict_type || pyobj_dict_head(&c, dict, &h) ||
-	    h.type != seen->dict_type)
+	if (pyobj_ctx_init(&c, t) || !seen->dict_type || pyobj_dict_view(&c, dict, &v, &type))
 		return -1;
-	/* Empty: its keys may be the interpreter's shared empty keys (log2
-	 * size 0), which are no table to view (a _current_tasks that never
-	 * held a task: it was searched for again at every read). */
-	if (!h.used)
-		return 0;
-	memset(&v, 0, sizeof(v));
-	if (head_view(&c, &h, &v, PREFETCH, 0))
+	if (type != seen->dict_type) {
+		pyobj_dview_free(&v);
 		return -1;
+	}
 	for (uint64_t i = 0; i < v.nentries && n < max; i++) {
 		uint64_t value = pyobj_ent_value(&c, &v, i);
 

@@ -59,8 +59,8 @@ struct pyobj_dview {
 void pyobj_dview_free(struct pyobj_dview *v);
 
 /* Reads a dict object: its keys, entries and (split) value array; and its
- * type when type is not NULL. 0 on success (free it with
- * pyobj_dview_free()). */
+ * type when type is not NULL. An empty dict is a view of no entries,
+ * whatever its keys. 0 on success (free it with pyobj_dview_free()). */
 int pyobj_dict_view(const struct pyobj_ctx *c, uint64_t dict, struct pyobj_dview *v,
 		    uint64_t *type);
 uint64_t pyobj_ent_key(const struct pyobj_dview *v, uint64_t i);
